@@ -1,0 +1,247 @@
+"""The clause registry: every normative statement of the Tool Calls page, paraphrased, with a
+stable id and its section anchor; every open decision with the answer chosen and why; and the
+findings the model checker established.
+
+Code and tests name the ids they implement or pin (`grep -rn "TC-"` finds them); the matrix
+of which code and which tests cover each clause is computed from them by
+`atmostonce.check.coverage`.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+PAGE = "https://docs.superdurable.io/agent-frameworks/tool-calls/"
+
+
+class ClauseKind(enum.Enum):
+    PAGE = "page"
+    DECISION = "decision"
+    FINDING = "finding"
+
+
+@dataclass(frozen=True)
+class Clause:
+    """One statement the project must honour, with where it comes from and, for a decision or a
+    finding, the answer and the reason."""
+
+    id: str
+    anchor: str
+    summary: str
+    kind: ClauseKind = ClauseKind.PAGE
+    answer: str = ""
+    reason: str = ""
+
+    @property
+    def url(self) -> str:
+        return f"{PAGE}#{self.anchor}" if self.anchor else PAGE
+
+
+def _page(cid: str, anchor: str, summary: str) -> Clause:
+    return Clause(cid, anchor, summary)
+
+
+def _decision(cid: str, anchor: str, summary: str, answer: str, reason: str) -> Clause:
+    return Clause(cid, anchor, summary, ClauseKind.DECISION, answer, reason)
+
+
+def _finding(cid: str, anchor: str, summary: str, answer: str, reason: str) -> Clause:
+    return Clause(cid, anchor, summary, ClauseKind.FINDING, answer, reason)
+
+
+_POL = "tool-policies-and-approvals"
+_EFF = "effect-classes"
+_APR = "require-approval"
+_OUT = "tool-call-outcomes"
+_TWICE = "tool-runs-twice"
+_RCN = "reconcile-outcome-unknown"
+
+_CLAUSES: tuple[Clause, ...] = (
+    # Top of the page and "Tool policies".
+    _page("TC-POL-1", _POL, "Every tool has a policy whichever framework runs the agent; a call "
+          "always resolves to an effective policy."),
+    _page("TC-POL-2", _POL, "The effect class alone decides whether the engine may run a call "
+          "again after a failure."),
+    # Effect classes.
+    _page("TC-EFF-READ", _EFF, "A read only reads, so repeating it is harmless; it runs in "
+          "CallTool with retries."),
+    _page("TC-EFF-IDEM", _EFF, "An idempotent write has no further effect when repeated with the "
+          "same idempotency key; it runs in CallTool with retries."),
+    _page("TC-EFF-NONIDEM", _EFF, "A non-idempotent write may repeat its effect when repeated; it "
+          "runs in CallSingleAttemptTool, one attempt."),
+    _page("TC-EFF-UNCL", _EFF, "An unclassified tool is handled as a non-idempotent write: "
+          "CallSingleAttemptTool, one attempt."),
+    _page("TC-KEY-1", _EFF, "All attempts of one call carry one and the same idempotency key."),
+    _page("TC-KEY-2", _EFF, "The key is the Flow (session) id, the turn id and the tool call id, "
+          "separated by '/'."),
+    _page("TC-KEY-3", _EFF, "A tool whose service discards a repeated key should be classified "
+          "idempotent_write, which lets the engine retry it."),
+    # Require approval.
+    _page("TC-APR-1", _APR, "A policy holds two fields: the effect class and requires_approval."),
+    _page("TC-APR-2", _APR, "With requires_approval unset, reads and idempotent writes run without "
+          "approval, and non-idempotent writes and unclassified tools wait for it."),
+    _page("TC-APR-3", _APR, "requires_approval set to true makes every call of the tool wait for a "
+          "person, whatever its effect class."),
+    _page("TC-APR-4", _APR, "requires_approval set to false lets a non-idempotent write run "
+          "without approval, and it still runs at most once."),
+    _page("TC-APR-5", _APR, "A tool's policy takes precedence over framework metadata (such as an "
+          "MCP read-only hint) and over the session's default effect."),
+    _page("TC-SNAP-1", _APR, "A recorded call keeps the effect class and approval rule in force at "
+          "the moment the model asked for it."),
+    _page("TC-SNAP-2", _APR, "A policy change affects only calls asked after it."),
+    # Tool call outcomes.
+    _page("TC-REC-1", _OUT, "Every tool call ends with exactly one of four records."),
+    _page("TC-REC-SUCC", _OUT, "succeeded means the tool returned a result."),
+    _page("TC-REC-FAIL", _OUT, "failed means the tool reported a failure, or the engine knows the "
+          "tool did not run."),
+    _page("TC-REC-REJ", _OUT, "rejected means a person rejected the call or its approval deadline "
+          "passed."),
+    _page("TC-REC-UNK", _OUT, "outcome_unknown means the tool may or may not have taken effect."),
+    _page("TC-REC-2", _OUT, "The model reads every record and chooses what to do next; a failed or "
+          "unknown call does not fail the session."),
+    _page("TC-REC-NOTRUN", _OUT, "When every attempt failed before reaching a worker, the call "
+          "records failed with an error opening 'the tool did not run, so it is safe to call "
+          "again', and the model may call the tool again."),
+    _page("TC-REC-LOST", _OUT, "When an attempt reached a worker and the worker then stopped, the "
+          "tool may have run, even if no heartbeat arrived before it stopped."),
+    _page("TC-REC-RETRY", _OUT, "After such a loss CallTool first tries a read or an idempotent "
+          "write again."),
+    _page("TC-REC-EXHAUST-READ", _OUT, "When its attempts run out after such a loss, a read "
+          "records failed."),
+    _page("TC-REC-EXHAUST-OTHER", _OUT, "When attempts run out after such a loss, every other "
+          "call records outcome_unknown and is never run again."),
+    # At-most-once has one exception.
+    _page("TC-AMO-1", _TWICE, "CallSingleAttemptTool hands each attempt to exactly one worker and "
+          "never gives that attempt to a different worker."),
+    _page("TC-AMO-2", _TWICE, "If that worker dies or is disconnected while the tool runs, the "
+          "call records outcome_unknown and the session never runs it again."),
+    _page("TC-AMO-3", _TWICE, "Cancelling a running attempt (a timeout, say) is cooperative: the "
+          "engine records the failure but cannot stop the tool, so the old worker may go on "
+          "running it."),
+    _page("TC-AMO-4", _TWICE, "The turn continues with that failure; if the model asks for the "
+          "same tool again, the new call may run while the old run is still finishing, giving "
+          "two runs of one write, one per call: the single exception to at-most-once."),
+    _page("TC-AMO-5", _TWICE, "The page advises passing the call's idempotency key to the service "
+          "to make that double run harmless (see finding F-6)."),
+    # Reconcile outcome_unknown.
+    _page("TC-RCN-1", _RCN, "A call recorded outcome_unknown is never retried by the session, and "
+          "the model is told the outcome is unknown."),
+    _page("TC-RCN-FIND", _RCN, "Such a call is visible: get_agent_snapshot lists it with status "
+          "outcome_unknown and the failure in its error, the AgentEvents stream carries a "
+          "tool_call_finished event with that status, and afterwards its tool result in the "
+          "history says the outcome is unknown."),
+    _page("TC-RCN-KEY", _RCN, "Its idempotency key can be rebuilt from the record's turn id and "
+          "tool call id."),
+    _page("TC-RCN-ASK", _RCN, "The service can be asked about the key (or a business key); when "
+          "the history shows the attempt never reached a worker, the tool did not run, which can "
+          "happen to a call started before a server upgrade."),
+    _page("TC-RCN-TELL", _RCN, "The real outcome is reported to the session with "
+          "send_user_message, worded as a note from the application, since the model reads it as "
+          "the user's words."),
+    _page("TC-RCN-ONCE", _RCN, "A reconcile run reads the history first and skips calls whose key "
+          "a user message already names, so rerunning it is safe and a send is never retried."),
+    # Open decisions.
+    _decision(
+        "D-1", _APR, "Which effect class applies when a tool has no ToolPolicy?",
+        "The ToolPolicy when set; otherwise framework metadata (MCP annotations); otherwise the "
+        "session's default effect; otherwise unclassified.",
+        "The more specific statement about a tool wins over the more generic one, and the page "
+        "says the policy beats both metadata and the session default.",
+    ),
+    _decision(
+        "D-2", _EFF, "What if a key component is empty or contains '/'?",
+        "Rejected with a SpecError naming the component: components must be non-empty, "
+        "printable, and free of white space and '/'.",
+        "Otherwise two different calls could share a key ('a/b' + 'c' vs 'a' + 'b/c') and "
+        "reconcile could not split a key back into its parts.",
+    ),
+    _decision(
+        "D-3", _OUT, "Does a failure the tool itself reports get retried?",
+        "No: the call records failed with the tool's error, which goes to the model. Retries are "
+        "for infrastructure failures only: not reached, worker lost, timed out.",
+        "A reported failure is an answer, not an accident; repeating it would repeat whatever the "
+        "tool did before failing, and the model is the one to decide what comes next.",
+    ),
+    _decision(
+        "D-4", _TWICE, "What does a cancelled or timed-out single-attempt call record?",
+        "failed, with an error saying the attempt was cancelled and the tool may still be "
+        "running, never the 'did not run, so it is safe to call again' wording.",
+        "The page says the failure is recorded while the old worker may go on; telling the model "
+        "it is safe to call again would invite exactly the double run.",
+    ),
+    _decision(
+        "D-5", _OUT, "How does the engine know whether an attempt reached a worker?",
+        "The server durably records that the attempt is handed to worker W before it sends W the "
+        "go-ahead, and W starts the tool only on that go-ahead. An attempt counts as reached from "
+        "that record on; when in doubt it counts as reached.",
+        "Recording after the go-ahead would leave a window in which the tool runs while the "
+        "journal says it never reached a worker, which would make 'did not run' a lie.",
+    ),
+    _decision(
+        "D-6", _TWICE, "Does passing the call's idempotency key make the documented double run "
+        "harmless?",
+        "No (finding F-6). The executor offers a fence: a new call of a single-attempt tool waits "
+        "while a run of the same tool that the engine gave up on may still be going, that is "
+        "until its worker reports the run ended or the worker is declared lost; the model check "
+        "proves no overlap remains with the fence on.",
+        "The two runs belong to two calls, so their keys differ and a service that drops "
+        "repeated keys applies both.",
+    ),
+    _decision(
+        "D-7", _APR, "Approval edge cases: after the deadline, twice, for a call that needs none, "
+        "after a rejection.",
+        "The first answer (or the deadline) that lands decides; every later one changes nothing "
+        "and gets a reply saying why: already approved, already rejected, deadline passed. "
+        "Approving or rejecting a call that needs no approval is refused as not required.",
+        "A decision a person or the timer already made must not be undone by a late or repeated "
+        "answer; a call that may be running cannot be rejected any more.",
+    ),
+    _decision(
+        "D-8", _RCN, "What happens to attempts when the server restarts (an upgrade)?",
+        "Attempts handed out before the restart are handled as lost to their worker; an attempt "
+        "that was queued but never handed out did not run and is handed out after the restart.",
+        "Connections do not survive the restart, so the server cannot know what a worker did with "
+        "an attempt it held; the journal does know which attempts were never handed out.",
+    ),
+    _decision(
+        "D-9", _OUT, "What does a timed-out attempt of a CallTool call lead to?",
+        "It counts as an infrastructure failure after a reach: another attempt while attempts "
+        "remain; when they run out a read records failed and an idempotent write outcome_unknown.",
+        "A timed-out tool may have taken effect, exactly like one whose worker stopped.",
+    ),
+    _decision(
+        "D-10", _EFF,
+        "Does a single-attempt call whose attempt never reached a worker get another?",
+        "No: one attempt, recorded failed with the 'did not run, so it is safe to call again' "
+        "wording, and the model may ask again.",
+        "CallSingleAttemptTool runs once; the record tells the model the truth so it can choose.",
+    ),
+    _decision(
+        "D-11", _APR, "How do MCP annotations map to an effect class?",
+        "readOnlyHint true: read; else idempotentHint true: idempotent_write; else readOnlyHint "
+        "false: non_idempotent_write; otherwise the metadata says nothing and the session default "
+        "applies.",
+        "Only statements about repeating the call matter; destructiveHint alone says nothing "
+        "about it.",
+    ),
+    _decision(
+        "D-12", _TWICE, "Can a worker that lost its connection go on running a tool after the "
+        "server declared it lost?",
+        "No: a worker whose lease runs out stops its tool runs, and the server's heartbeat timeout "
+        "is longer than the lease, so a run is over by the time its attempt is recorded lost.",
+        "Without it a partition would be a second, undocumented way to run a write twice: the "
+        "model asks again after outcome_unknown while the lost run still goes on.",
+    ),
+)
+
+CLAUSES: Mapping[str, Clause] = {c.id: c for c in _CLAUSES}
+
+
+def page_clauses() -> tuple[Clause, ...]:
+    return tuple(c for c in _CLAUSES if c.kind is ClauseKind.PAGE)
+
+
+def all_clauses() -> tuple[Clause, ...]:
+    return _CLAUSES

@@ -1,0 +1,252 @@
+"""Tool policies: effect classes, approval defaults, and how a call's effective policy is resolved.
+
+Clause ids: TC-POL-*, TC-EFF-*, TC-APR-*, TC-SNAP-*, decisions D-1 and D-11.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from atmostonce.spec.errors import SpecError
+
+
+class EffectClass(enum.Enum):
+    """What a tool does to the world; decides whether a call may run again (TC-POL-2)."""
+
+    READ = "read"
+    IDEMPOTENT_WRITE = "idempotent_write"
+    NON_IDEMPOTENT_WRITE = "non_idempotent_write"
+    UNCLASSIFIED = "unclassified"
+
+    @classmethod
+    def parse(cls, name: object) -> EffectClass:
+        """The effect class called `name`; SpecError for anything else."""
+        if isinstance(name, EffectClass):
+            return name
+        if not isinstance(name, str):
+            raise SpecError(f"effect class must be a string, got {type(name).__name__}")
+        for member in cls:
+            if member.value == name:
+                return member
+        known = ", ".join(m.value for m in cls)
+        raise SpecError(f"unknown effect class {name!r} (known: {known})")
+
+
+class Step(enum.Enum):
+    """The durable Step that runs a call: with retries, or exactly one attempt."""
+
+    CALL_TOOL = "CallTool"
+    CALL_SINGLE_ATTEMPT_TOOL = "CallSingleAttemptTool"
+
+
+class PolicySource(enum.Enum):
+    """Where a call's effect class came from, in precedence order (D-1)."""
+
+    TOOL_POLICY = "tool_policy"
+    FRAMEWORK_METADATA = "framework_metadata"
+    SESSION_DEFAULT = "session_default"
+    FALLBACK = "fallback"
+
+
+# TC-EFF-READ, TC-EFF-IDEM, TC-EFF-NONIDEM, TC-EFF-UNCL: effect class -> the Step that runs it.
+STEP_BY_EFFECT: Mapping[EffectClass, Step] = {
+    EffectClass.READ: Step.CALL_TOOL,
+    EffectClass.IDEMPOTENT_WRITE: Step.CALL_TOOL,
+    EffectClass.NON_IDEMPOTENT_WRITE: Step.CALL_SINGLE_ATTEMPT_TOOL,
+    EffectClass.UNCLASSIFIED: Step.CALL_SINGLE_ATTEMPT_TOOL,
+}
+
+# TC-APR-2: effect class -> whether a call waits for approval when the policy leaves it unset.
+APPROVAL_DEFAULT_BY_EFFECT: Mapping[EffectClass, bool] = {
+    EffectClass.READ: False,
+    EffectClass.IDEMPOTENT_WRITE: False,
+    EffectClass.NON_IDEMPOTENT_WRITE: True,
+    EffectClass.UNCLASSIFIED: True,
+}
+
+
+def step_for(effect: EffectClass) -> Step:
+    """The Step that runs calls of `effect` (TC-EFF-READ, TC-EFF-IDEM, TC-EFF-NONIDEM, TC-EFF-UNCL).
+
+    post: (__return__ is Step.CALL_TOOL) == (effect in (EffectClass.READ, EffectClass.IDEMPOTENT_WRITE))
+    """
+    return STEP_BY_EFFECT[effect]
+
+
+def retries_allowed(effect: EffectClass) -> bool:
+    """Whether the engine may run a call of `effect` again after a failure (TC-POL-2).
+
+    post: __return__ == (step_for(effect) is Step.CALL_TOOL)
+    """
+    return effect in (EffectClass.READ, EffectClass.IDEMPOTENT_WRITE)
+
+
+def default_requires_approval(effect: EffectClass) -> bool:
+    """Whether a call waits for approval when `requires_approval` is unset (TC-APR-2).
+
+    post: __return__ == (not retries_allowed(effect))
+    """
+    return APPROVAL_DEFAULT_BY_EFFECT[effect]
+
+
+@dataclass(frozen=True)
+class ToolPolicy:
+    """The policy a developer sets on a tool: effect class and optional approval rule (TC-APR-1)."""
+
+    effect: EffectClass
+    requires_approval: bool | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.effect, EffectClass):
+            raise SpecError(
+                f"ToolPolicy.effect must be an EffectClass, got {self.effect!r}; "
+                "use ToolPolicy.of(name) to parse a name"
+            )
+        if self.requires_approval is not None and not isinstance(self.requires_approval, bool):
+            raise SpecError(
+                "ToolPolicy.requires_approval must be true, false or unset, "
+                f"got {self.requires_approval!r}"
+            )
+
+    @classmethod
+    def of(cls, effect: object, requires_approval: object = None) -> ToolPolicy:
+        """A policy from an effect-class name and an optional approval flag; SpecError if bad."""
+        if requires_approval is not None and not isinstance(requires_approval, bool):
+            raise SpecError(
+                f"requires_approval must be true, false or unset, got {requires_approval!r}"
+            )
+        return cls(EffectClass.parse(effect), requires_approval)
+
+
+@dataclass(frozen=True)
+class ToolHints:
+    """Framework metadata about a tool, such as MCP tool annotations (D-11)."""
+
+    read_only: bool | None = None
+    idempotent: bool | None = None
+    destructive: bool | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("read_only", "idempotent", "destructive"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, bool):
+                raise SpecError(f"tool hint {name} must be true, false or unset, got {value!r}")
+
+    @classmethod
+    def from_mcp(cls, annotations: Mapping[str, object]) -> ToolHints:
+        """Hints from MCP `annotations` (readOnlyHint, idempotentHint, destructiveHint)."""
+        if not isinstance(annotations, Mapping):
+            raise SpecError(
+                f"MCP annotations must be a mapping, got {type(annotations).__name__}"
+            )
+        values: dict[str, bool | None] = {}
+        for mcp_name, field in (
+            ("readOnlyHint", "read_only"),
+            ("idempotentHint", "idempotent"),
+            ("destructiveHint", "destructive"),
+        ):
+            value = annotations.get(mcp_name)
+            if value is not None and not isinstance(value, bool):
+                raise SpecError(f"MCP annotation {mcp_name} must be a boolean, got {value!r}")
+            values[field] = value
+        return cls(values["read_only"], values["idempotent"], values["destructive"])
+
+
+def effect_from_hints(
+    read_only: bool | None, idempotent: bool | None, destructive: bool | None
+) -> EffectClass | None:
+    """The effect class framework metadata asserts, or None when it asserts none (D-11).
+
+    Read-only wins; otherwise a claim of idempotency; otherwise a declared write without that
+    claim is non-idempotent. Destructiveness alone says nothing about repeats.
+
+    post: (__return__ is None) == (read_only is not True and idempotent is not True and read_only is not False)
+    post: __return__ is not EffectClass.UNCLASSIFIED
+    """
+    if read_only is True:
+        return EffectClass.READ
+    if idempotent is True:
+        return EffectClass.IDEMPOTENT_WRITE
+    if read_only is False:
+        return EffectClass.NON_IDEMPOTENT_WRITE
+    return None
+
+
+@dataclass(frozen=True)
+class EffectivePolicy:
+    """The effect class and approval rule a call keeps from the moment the model asked for it.
+
+    A later change of the tool's policy never touches it (TC-SNAP-1, TC-SNAP-2).
+    """
+
+    effect: EffectClass
+    requires_approval: bool
+    source: PolicySource
+
+    @property
+    def step(self) -> Step:
+        return step_for(self.effect)
+
+    @property
+    def retries_allowed(self) -> bool:
+        return retries_allowed(self.effect)
+
+
+def choose_effect(
+    policy_effect: EffectClass | None,
+    hinted_effect: EffectClass | None,
+    session_default: EffectClass | None,
+) -> tuple[EffectClass, PolicySource]:
+    """Pick the effect class by precedence: policy, framework metadata, session default (D-1).
+
+    post: policy_effect is None or __return__ == (policy_effect, PolicySource.TOOL_POLICY)
+    post: policy_effect is not None or hinted_effect is None or __return__[0] is hinted_effect
+    post: (__return__[1] is PolicySource.FALLBACK) == (policy_effect is None and hinted_effect is None and session_default is None)
+    post: __return__[1] is not PolicySource.FALLBACK or __return__[0] is EffectClass.UNCLASSIFIED
+    """
+    if policy_effect is not None:
+        return policy_effect, PolicySource.TOOL_POLICY
+    if hinted_effect is not None:
+        return hinted_effect, PolicySource.FRAMEWORK_METADATA
+    if session_default is not None:
+        return session_default, PolicySource.SESSION_DEFAULT
+    return EffectClass.UNCLASSIFIED, PolicySource.FALLBACK
+
+
+def choose_approval(effect: EffectClass, policy_requires_approval: bool | None) -> bool:
+    """Whether a call waits for approval: the policy's flag when set, else the class default.
+
+    Clauses TC-APR-2, TC-APR-3, TC-APR-4.
+
+    post: policy_requires_approval is None or __return__ == policy_requires_approval
+    post: policy_requires_approval is not None or __return__ == default_requires_approval(effect)
+    """
+    if policy_requires_approval is not None:
+        return policy_requires_approval
+    return default_requires_approval(effect)
+
+
+def resolve_policy(
+    policy: ToolPolicy | None,
+    hints: ToolHints | None = None,
+    session_default: EffectClass | None = None,
+) -> EffectivePolicy:
+    """The effective policy of a call asked now: every tool gets one (TC-POL-1, TC-APR-5, D-1)."""
+    if policy is not None and not isinstance(policy, ToolPolicy):
+        raise SpecError(f"policy must be a ToolPolicy or unset, got {type(policy).__name__}")
+    if hints is not None and not isinstance(hints, ToolHints):
+        raise SpecError(f"hints must be ToolHints or unset, got {type(hints).__name__}")
+    if session_default is not None:
+        session_default = EffectClass.parse(session_default)
+    hinted = (
+        effect_from_hints(hints.read_only, hints.idempotent, hints.destructive)
+        if hints is not None
+        else None
+    )
+    effect, source = choose_effect(
+        policy.effect if policy is not None else None, hinted, session_default
+    )
+    approval = choose_approval(effect, policy.requires_approval if policy is not None else None)
+    return EffectivePolicy(effect, approval, source)

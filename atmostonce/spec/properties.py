@@ -1,0 +1,124 @@
+"""The properties every layer checks: stable ids, kind, a one-line statement, and their clauses.
+
+The model checker evaluates them on states, the history checkers on recorded histories and the
+effect ledger; both report violations by these ids.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from atmostonce.spec.policy import EffectClass
+from atmostonce.spec.records import Record
+
+
+class Kind(enum.Enum):
+    ALWAYS = "always"
+    SOMETIMES = "sometimes"
+    EVENTUALLY = "eventually"
+
+
+@dataclass(frozen=True)
+class Property:
+    id: str
+    kind: Kind
+    summary: str
+    clauses: tuple[str, ...]
+
+
+def _always(pid: str, summary: str, *clauses: str) -> Property:
+    return Property(pid, Kind.ALWAYS, summary, clauses)
+
+
+def _sometimes(pid: str, summary: str, *clauses: str) -> Property:
+    return Property(pid, Kind.SOMETIMES, summary, clauses)
+
+
+def _eventually(pid: str, summary: str, *clauses: str) -> Property:
+    return Property(pid, Kind.EVENTUALLY, summary, clauses)
+
+
+# Which records each effect class can end with; a read never ends outcome_unknown.
+RECORDS_ALLOWED: Mapping[EffectClass, tuple[Record, ...]] = {
+    EffectClass.READ: (Record.SUCCEEDED, Record.FAILED, Record.REJECTED),
+    EffectClass.IDEMPOTENT_WRITE: tuple(Record),
+    EffectClass.NON_IDEMPOTENT_WRITE: tuple(Record),
+    EffectClass.UNCLASSIFIED: tuple(Record),
+}
+
+
+def record_witness_id(effect: EffectClass, record: Record) -> str:
+    """The id of the sometimes-property that a call of `effect` ends with `record`."""
+    return f"S-RECORD-{effect.value}-{record.value}"
+
+
+_RECORD_CLAUSE: Mapping[Record, str] = {
+    Record.SUCCEEDED: "TC-REC-SUCC",
+    Record.FAILED: "TC-REC-FAIL",
+    Record.REJECTED: "TC-REC-REJ",
+    Record.OUTCOME_UNKNOWN: "TC-REC-UNK",
+}
+
+_PROPERTIES: tuple[Property, ...] = (
+    _always("A-ONE-WORKER", "an attempt is handed to one worker and never to another",
+            "TC-AMO-1"),
+    _always("A-ONE-ATTEMPT", "a single-attempt call gets at most one attempt",
+            "TC-EFF-NONIDEM", "TC-EFF-UNCL", "TC-APR-4", "TC-AMO-1"),
+    _always("A-NO-ATTEMPT-AFTER-UNKNOWN", "no attempt starts after a call recorded outcome_unknown",
+            "TC-REC-EXHAUST-OTHER", "TC-AMO-2", "TC-RCN-1"),
+    _always("A-ONE-RECORD", "a call ends with exactly one record, which never changes",
+            "TC-REC-1"),
+    _always("A-DID-NOT-RUN-TRUE",
+            "the safe-to-call-again wording appears only when no attempt reached a worker and "
+            "the ledger shows no run", "TC-REC-NOTRUN", "TC-REC-FAIL", "D-5"),
+    _always("A-SUCCEEDED-RETURNED", "succeeded only when the tool returned a result",
+            "TC-REC-SUCC"),
+    _always("A-UNKNOWN-REACHED", "outcome_unknown only after an attempt reached a worker",
+            "TC-REC-UNK", "TC-REC-LOST", "D-5"),
+    _always("A-EXHAUSTED-RECORD",
+            "a call out of attempts after a worker reach records failed for a read and "
+            "outcome_unknown for another class", "TC-REC-EXHAUST-READ", "TC-REC-EXHAUST-OTHER",
+            "D-9"),
+    _always("A-RETRY-CLASSES", "only reads and idempotent writes get a second attempt",
+            "TC-POL-2", "TC-REC-RETRY", "TC-EFF-READ", "TC-EFF-IDEM"),
+    _always("A-SAME-KEY", "every attempt of a call passes the same idempotency key",
+            "TC-KEY-1", "TC-KEY-2"),
+    _always("A-APPROVAL", "no attempt before approval, and none after a rejection or deadline",
+            "TC-APR-2", "TC-APR-3", "TC-REC-REJ", "D-7"),
+    _always("A-POLICY-SNAPSHOT",
+            "a call behaves by the policy that applied when it was asked, whatever changes later",
+            "TC-SNAP-1", "TC-SNAP-2"),
+    _always("A-DOUBLE-RUN-SHAPE",
+            "two runs of a single-attempt tool overlap only when one belongs to a call the "
+            "engine gave up on while it could still run and the other to another call",
+            "TC-AMO-3", "TC-AMO-4", "D-6"),
+    _always("A-FENCE", "with the fence on, no two runs of a single-attempt tool overlap",
+            "D-6"),
+    _sometimes("S-DOUBLE-RUN",
+               "a cancelled run still going overlaps a run of a later call of the same tool",
+               "TC-AMO-3", "TC-AMO-4"),
+    _sometimes("S-READ-RETRY-AFTER-LOSS", "a read is attempted again after its worker was lost",
+               "TC-REC-RETRY", "TC-REC-LOST"),
+    _sometimes("S-UNKNOWN-NEVER-RAN",
+               "a call recorded outcome_unknown whose tool never ran (a server restart)",
+               "TC-RCN-ASK", "D-8"),
+    *(
+        _sometimes(record_witness_id(effect, record),
+                   f"a {effect.value} call ends {record.value}",
+                   "TC-REC-1", _RECORD_CLAUSE[record])
+        for effect, records in RECORDS_ALLOWED.items()
+        for record in records
+    ),
+    _eventually("E-EVERY-CALL-RECORDED", "every call gets a record", "TC-REC-1"),
+    _eventually("E-RECONCILE-ONCE",
+                "reconcile reports each outcome_unknown call exactly once, however often it runs",
+                "TC-RCN-ONCE", "TC-RCN-TELL"),
+)
+
+PROPERTIES: Mapping[str, Property] = {p.id: p for p in _PROPERTIES}
+
+
+def of_kind(kind: Kind) -> tuple[Property, ...]:
+    return tuple(p for p in _PROPERTIES if p.kind is kind)

@@ -1,0 +1,60 @@
+"""Which outcome_unknown calls a reconcile run still has to report, and how a report reads.
+
+Pure: the runtime's `atmostonce.reconcile` does the reading and sending.
+Clause ids: TC-RCN-KEY, TC-RCN-TELL, TC-RCN-ONCE.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from atmostonce.spec.keys import build_key
+from atmostonce.spec.session import OUTCOME_UNKNOWN_TOOL_RESULT, Message, MessageRole
+
+_REPORTED = re.compile(r"\(tool call ([^\s()]+)\)")
+
+
+@dataclass(frozen=True)
+class PendingReport:
+    """An outcome_unknown call no user message has reported yet."""
+
+    key: str
+    tool_arguments: str
+
+
+def reported_keys(messages: Iterable[Message]) -> frozenset[str]:
+    """The keys that user messages already name as reported (TC-RCN-ONCE)."""
+    keys: set[str] = set()
+    for message in messages:
+        if message.role is MessageRole.USER:
+            keys.update(_REPORTED.findall(message.text))
+    return frozenset(keys)
+
+
+def pending_reports(session_id: str, messages: Iterable[Message]) -> list[PendingReport]:
+    """Unknown calls in the history whose key no user message names, in history order.
+
+    Reading the history first is what makes a rerun send nothing new, including after a crash
+    between a send and its return (TC-RCN-ONCE); the key is rebuilt from the tool result's
+    turn and call ids (TC-RCN-KEY).
+    """
+    history = list(messages)
+    done = reported_keys(history)
+    pending: list[PendingReport] = []
+    for message in history:
+        if message.role is not MessageRole.TOOL:
+            continue
+        if OUTCOME_UNKNOWN_TOOL_RESULT not in message.tool_output:
+            continue
+        key = build_key(session_id, message.turn_id, message.tool_call_id)
+        if key in done or any(p.key == key for p in pending):
+            continue
+        pending.append(PendingReport(key, message.tool_arguments or "{}"))
+    return pending
+
+
+def report_text(source: str, finding: str, key: str) -> str:
+    """A report worded as a note from the application, naming the call's key (TC-RCN-TELL)."""
+    return f"Note from {source}: {finding} (tool call {key})"

@@ -1,0 +1,221 @@
+"""The four records a call ends with, and how a call's attempt history decides its record.
+
+Clause ids: TC-REC-*, TC-AMO-2, TC-AMO-3, TC-RCN-1, decisions D-3, D-4, D-9, D-10.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from atmostonce.spec.errors import SpecError
+from atmostonce.spec.policy import EffectClass, retries_allowed
+
+
+class Record(enum.Enum):
+    """How a tool call ends; each call gets exactly one, never changed (TC-REC-1)."""
+
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    REJECTED = "rejected"
+    OUTCOME_UNKNOWN = "outcome_unknown"
+
+    @classmethod
+    def parse(cls, name: object) -> Record:
+        if isinstance(name, Record):
+            return name
+        for member in cls:
+            if member.value == name:
+                return member
+        known = ", ".join(m.value for m in cls)
+        raise SpecError(f"unknown record {name!r} (known: {known})")
+
+
+# TC-REC-SUCC, TC-REC-FAIL, TC-REC-REJ, TC-REC-UNK: what each record tells the model.
+RECORD_MEANING: dict[Record, str] = {
+    Record.SUCCEEDED: "the tool returned a result",
+    Record.FAILED: "the tool reported a failure, or the engine knows the tool did not run",
+    Record.REJECTED: "a person rejected the call, or its approval deadline passed",
+    Record.OUTCOME_UNKNOWN: "the tool may or may not have taken effect",
+}
+
+
+class AttemptEnd(enum.Enum):
+    """How one attempt of a call ended."""
+
+    NOT_REACHED = "not_reached"
+    """Ended before the attempt was handed to a worker: the tool did not run."""
+    RETURNED = "returned"
+    """The tool returned a result."""
+    TOOL_FAILED = "tool_failed"
+    """The tool itself reported a failure (D-3)."""
+    WORKER_LOST = "worker_lost"
+    """Handed to a worker, which then stopped or lost its connection (TC-REC-LOST)."""
+    CANCELLED = "cancelled"
+    """Handed to a worker, then cancelled or timed out; the tool may still be running (TC-AMO-3)."""
+
+    @property
+    def reached_worker(self) -> bool:
+        return self is not AttemptEnd.NOT_REACHED
+
+
+class FailureKind(enum.Enum):
+    """Which of the failed record's error texts applies."""
+
+    DID_NOT_RUN = "did_not_run"
+    TOOL_ERROR = "tool_error"
+    MAY_HAVE_RUN = "may_have_run"
+    MAY_STILL_BE_RUNNING = "may_still_be_running"
+
+
+class RejectReason(enum.Enum):
+    """Why a call was rejected (TC-REC-REJ)."""
+
+    PERSON = "person"
+    DEADLINE = "deadline"
+
+
+# TC-REC-NOTRUN: the exact opening of the error of a call that never reached a worker.
+DID_NOT_RUN_PREFIX = "the tool did not run, so it is safe to call again"
+
+_FAILURE_TEXT: dict[FailureKind, str] = {
+    FailureKind.DID_NOT_RUN: DID_NOT_RUN_PREFIX
+    + ": no attempt reached a worker",
+    FailureKind.TOOL_ERROR: "the tool reported a failure",
+    FailureKind.MAY_HAVE_RUN: "the tool may have run: an attempt reached a worker that then "
+    "stopped, and no attempts are left",
+    FailureKind.MAY_STILL_BE_RUNNING: "the attempt was cancelled after it reached a worker; the "
+    "tool may still be running, so calling it again can repeat its effect",
+}
+
+OUTCOME_UNKNOWN_ERROR = (
+    "outcome unknown: an attempt reached a worker that then stopped, so the tool may or may not "
+    "have taken effect; it will not be run again; reconcile it with its idempotency key"
+)
+
+_REJECT_TEXT: dict[RejectReason, str] = {
+    RejectReason.PERSON: "rejected: a person rejected the call",
+    RejectReason.DEADLINE: "rejected: the approval deadline passed before anyone answered",
+}
+
+
+def failure_text(kind: FailureKind, detail: str = "") -> str:
+    """The error of a failed record; only DID_NOT_RUN opens with the safe-to-call-again wording."""
+    text = _FAILURE_TEXT[kind]
+    return f"{text}: {detail}" if detail else text
+
+
+def reject_text(reason: RejectReason) -> str:
+    return _REJECT_TEXT[reason]
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What happens after an attempt ends: another attempt, or the call's record."""
+
+    retry: bool
+    record: Record | None
+    failure: FailureKind | None
+
+
+def decide(
+    effect: EffectClass,
+    end: AttemptEnd,
+    attempts_made: int,
+    max_attempts: int,
+    reached_before: bool,
+) -> Decision:
+    """The decision after attempt number `attempts_made` ended with `end`.
+
+    `reached_before` says whether an earlier attempt reached a worker. A single-attempt class
+    never gets another attempt (TC-EFF-NONIDEM, D-10); retries are for infrastructure failures
+    after which the tool may have run (TC-REC-LOST, TC-REC-RETRY, D-9), never for a failure the
+    tool reported (D-3); when attempts run out after a reach, a read records failed
+    (TC-REC-EXHAUST-READ) and any other class outcome_unknown (TC-REC-EXHAUST-OTHER); a
+    cancelled single attempt records failed saying the tool may still be running (D-4).
+
+    pre: 1 <= attempts_made <= max_attempts
+    post: __return__.retry == (__return__.record is None)
+    post: (__return__.failure is not None) == (__return__.record is Record.FAILED)
+    post: not __return__.retry or (retries_allowed(effect) and attempts_made < max_attempts)
+    post: not __return__.retry or end in (AttemptEnd.NOT_REACHED, AttemptEnd.WORKER_LOST, AttemptEnd.CANCELLED)
+    post: (__return__.record is Record.SUCCEEDED) == (end is AttemptEnd.RETURNED)
+    post: __return__.failure is not FailureKind.DID_NOT_RUN or (end is AttemptEnd.NOT_REACHED and not reached_before)
+    post: __return__.record is not Record.OUTCOME_UNKNOWN or effect is not EffectClass.READ
+    post: __return__.record is not Record.OUTCOME_UNKNOWN or reached_before or end.reached_worker
+    post: __return__.record is not Record.REJECTED
+    post: not (end is AttemptEnd.NOT_REACHED and not reached_before) or __return__.retry or __return__.failure is FailureKind.DID_NOT_RUN
+    """
+    if end is AttemptEnd.RETURNED:
+        return Decision(False, Record.SUCCEEDED, None)
+    if end is AttemptEnd.TOOL_FAILED:
+        return Decision(False, Record.FAILED, FailureKind.TOOL_ERROR)
+    if retries_allowed(effect) and attempts_made < max_attempts:
+        return Decision(True, None, None)
+    if not reached_before and end is AttemptEnd.NOT_REACHED:
+        return Decision(False, Record.FAILED, FailureKind.DID_NOT_RUN)
+    if effect is EffectClass.READ:
+        kind = (
+            FailureKind.MAY_STILL_BE_RUNNING
+            if end is AttemptEnd.CANCELLED
+            else FailureKind.MAY_HAVE_RUN
+        )
+        return Decision(False, Record.FAILED, kind)
+    if not retries_allowed(effect) and end is AttemptEnd.CANCELLED:
+        return Decision(False, Record.FAILED, FailureKind.MAY_STILL_BE_RUNNING)
+    return Decision(False, Record.OUTCOME_UNKNOWN, None)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A call's record and its error text, as the model reads them."""
+
+    record: Record
+    error: str
+    failure: FailureKind | None = None
+
+
+def record_of(decision: Decision, detail: str = "") -> Outcome:
+    """The record and error text for a final decision."""
+    if decision.record is None:
+        raise SpecError("a retry decision has no record")
+    if decision.record is Record.FAILED:
+        assert decision.failure is not None
+        return Outcome(Record.FAILED, failure_text(decision.failure, detail), decision.failure)
+    if decision.record is Record.OUTCOME_UNKNOWN:
+        return Outcome(Record.OUTCOME_UNKNOWN, OUTCOME_UNKNOWN_ERROR)
+    return Outcome(decision.record, "")
+
+
+def classify_attempts(
+    effect: EffectClass, ends: Sequence[AttemptEnd], max_attempts: int
+) -> Decision:
+    """Fold a call's attempt history through `decide`; SpecError if the history is impossible.
+
+    A history is impossible when an attempt follows a final decision, or when it is empty.
+    The last decision is returned: a retry means another attempt may be made now.
+    """
+    if not isinstance(max_attempts, int) or isinstance(max_attempts, bool) or max_attempts < 1:
+        raise SpecError(f"max_attempts must be a whole number >= 1, got {max_attempts!r}")
+    if not ends:
+        raise SpecError("an attempt history needs at least one attempt")
+    effect = EffectClass.parse(effect)
+    reached = False
+    decision = Decision(True, None, None)
+    for number, end in enumerate(ends, start=1):
+        if not isinstance(end, AttemptEnd):
+            raise SpecError(f"attempt {number} ended with {end!r}, which is not an AttemptEnd")
+        if not decision.retry or number > max_attempts:
+            raise SpecError(
+                f"attempt {number} cannot exist: the call was already decided after "
+                f"attempt {number - 1}"
+            )
+        decision = decide(effect, end, number, max_attempts, reached)
+        reached = reached or end.reached_worker
+    return decision
+
+
+def rejected(reason: RejectReason) -> Outcome:
+    """The record of a call a person rejected or whose approval deadline passed (TC-REC-REJ)."""
+    return Outcome(Record.REJECTED, reject_text(reason))

@@ -1,0 +1,95 @@
+"""The session API's shapes: the snapshot, messages, the tool result text and finished events.
+
+Clause ids: TC-REC-2, TC-RCN-1, TC-RCN-FIND.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from atmostonce.spec.records import Outcome, Record
+
+
+class ToolCallStatus(enum.Enum):
+    """A tool call's status in `get_agent_snapshot`: in progress, or its record."""
+
+    AWAITING_APPROVAL = "awaiting_approval"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    REJECTED = "rejected"
+    OUTCOME_UNKNOWN = "outcome_unknown"
+
+    @classmethod
+    def of_record(cls, record: Record) -> ToolCallStatus:
+        return cls(record.value)
+
+    @property
+    def final(self) -> bool:
+        return self not in (ToolCallStatus.AWAITING_APPROVAL, ToolCallStatus.RUNNING)
+
+
+class MessageRole(enum.Enum):
+    USER = "user"
+    ASSISTANT = "assistant"
+    TOOL = "tool"
+
+
+# TC-RCN-1, TC-RCN-FIND: the marker a tool result carries when the outcome is unknown.
+OUTCOME_UNKNOWN_TOOL_RESULT = "[outcome_unknown] the tool may or may not have taken effect"
+
+
+@dataclass(frozen=True)
+class ToolCallView:
+    """One tool call as `get_agent_snapshot` lists it under `tool_calls`."""
+
+    turn_id: str
+    tool_call_id: str
+    tool: str
+    status: ToolCallStatus
+    error: str = ""
+    idempotency_key: str = ""
+
+
+@dataclass(frozen=True)
+class Message:
+    """One message of the session history; tool results carry the call's turn and id."""
+
+    role: MessageRole
+    text: str = ""
+    turn_id: str = ""
+    tool_call_id: str = ""
+    tool_output: str = ""
+    tool_arguments: str = ""
+
+
+@dataclass(frozen=True)
+class AgentSnapshot:
+    """What `get_agent_snapshot` returns: the session's tool calls and its message history."""
+
+    session_id: str
+    tool_calls: tuple[ToolCallView, ...]
+    messages: tuple[Message, ...]
+
+
+@dataclass(frozen=True)
+class ToolCallFinished:
+    """The AgentEvents stream's `tool_call_finished` event; its status is the call's record."""
+
+    session_id: str
+    turn_id: str
+    tool_call_id: str
+    status: ToolCallStatus
+    error: str = ""
+    kind: str = "tool_call_finished"
+
+
+def tool_result_text(outcome: Outcome, result: str = "") -> str:
+    """The tool result the model reads for a finished call; every record reaches the model
+    and none of them fails the session (TC-REC-2)."""
+    if outcome.record is Record.SUCCEEDED:
+        return result
+    if outcome.record is Record.OUTCOME_UNKNOWN:
+        return f"{OUTCOME_UNKNOWN_TOOL_RESULT}: {outcome.error}"
+    return f"{outcome.record.value}: {outcome.error}"
