@@ -10,10 +10,13 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Sequence
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from atmostonce import __version__
 from atmostonce.spec.errors import SpecError
+
+if TYPE_CHECKING:
+    from atmostonce.model.config import ModelConfig as ModelConfigT
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -59,7 +62,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     progress: Callable[[str], None] = (lambda _: None) if args.json else (
         lambda what: _stderr(f"... {what}")
     )
-    results = verify.run(verify.SPEC_CHECKS, progress)
+    results = verify.run(verify.ALL_CHECKS, progress)
     passed = all(r.ok for r in results)
     if args.json:
         print(json.dumps({
@@ -105,13 +108,96 @@ def cmd_prove(args: argparse.Namespace) -> int:
     return EXIT_OK if report.ok else EXIT_FAILED
 
 
+def _whole(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+
+
+def _model_config(args: argparse.Namespace) -> ModelConfigT:
+    from atmostonce.model.check import DEFAULT, with_mutant
+    from atmostonce.model.config import parse_tools
+
+    changes: dict[str, object] = {}
+    for name in ("workers", "calls", "reasks", "max_attempts", "crashes", "partitions",
+                 "restarts", "timeouts", "faults", "policy_changes", "reconcile_crashes"):
+        value = getattr(args, name)
+        if value is not None:
+            changes[name] = value
+    if args.tools is not None:
+        changes["tools"] = parse_tools(args.tools)
+    if args.ledger is not None:
+        changes["ledger"] = args.ledger
+    if args.fence:
+        changes["fence"] = True
+    config = DEFAULT.with_(**changes)
+    if args.mutant:
+        name = args.mutant.removeprefix("model:")
+        config = with_mutant(config, name)
+    return config
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from atmostonce.model import check
+
+    config = _model_config(args)
+
+    def progress(states: int, transitions: int, depth: int, seconds: float) -> None:
+        _stderr(f"... {states:,} states, {transitions:,} transitions, depth {depth}, "
+                f"{seconds:.0f} s ({states / seconds:,.0f} states/s)")
+
+    report = check.run(config, progress=None if args.json else progress,
+                       stop_at_first=not args.all_violations, max_states=args.max_states)
+    if args.out:
+        traces = report.violations + ([report.double_run] if report.double_run else [])
+        from atmostonce.model.trace import Trace, config_json
+
+        def as_json(t: Trace) -> dict[str, object]:
+            return {"format": "atmostonce-trace/1", "kind": t.kind, "property": t.property,
+                    "message": t.message, "config": config_json(config),
+                    "steps": [step.action for step in t.steps]}
+
+        with open(args.out, "w") as handle:
+            json.dump([as_json(t) for t in traces], handle, indent=2)
+    if args.json:
+        print(json.dumps(report.as_json(), indent=2))
+    else:
+        print(check.render(report))
+        if args.out:
+            print(f"  traces saved to {args.out}")
+    return EXIT_OK if report.ok else EXIT_FAILED
+
+
+def cmd_mutants(args: argparse.Namespace) -> int:
+    from atmostonce.model import mutants
+
+    for m in mutants.MUTANTS:
+        line = f"model {m.name}"
+        print(f"{line:<45} {m.clause:<22} {m.summary}" if args.verbose else line)
+    return EXIT_OK
+
+
+def cmd_diagrams(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from atmostonce.model import diagrams
+
+    written, note = diagrams.write(Path(args.out))
+    for w in written:
+        print(f"wrote {w.dot}" + (f" and {w.svg}" if w.svg else ""))
+    if note:
+        _stderr(f"atmostonce: note: {note}")
+    return EXIT_OK
+
+
 def _positive_float(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise SpecError(f"expected a number of seconds, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
     if value <= 0:
-        raise SpecError(f"expected a positive number of seconds, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
     return value
 
 
@@ -129,8 +215,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     verify = sub.add_parser(
         "verify", help="run every verification layer and print a verdict",
-        description="Run every layer (spec clause coverage and CrossHair proofs) and print a "
-        "verdict; exit 0 only when everything holds.",
+        description="Run every layer (the spec's clause coverage and CrossHair proofs, the "
+        "exhaustive model check at the default bound) and print a verdict; exit 0 only when "
+        "everything holds.",
     )
     verify.add_argument("--json", action="store_true", help="print one JSON object")
     verify.set_defaults(func=cmd_verify)
@@ -153,6 +240,64 @@ def build_parser() -> argparse.ArgumentParser:
                        metavar="SECONDS", help="CrossHair's time per condition (default 20)")
     prove.add_argument("--json", action="store_true", help="print one JSON object")
     prove.set_defaults(func=cmd_prove)
+
+    check = sub.add_parser(
+        "check", help="explore the model exhaustively within bounds",
+        description="Explore every reachable state of the model within the bounds, check every "
+        "always-property, witness every sometimes-property, check the eventually-properties "
+        "under fairness, and establish finding F-6. Exit 0 when all holds, 1 with the shortest "
+        "counterexample (or the unwitnessed property), 2 on bad arguments.",
+    )
+    bounds = check.add_argument_group("bounds (default: the default bound)")
+    for flag, text in (
+        ("--workers", "worker processes (1-3, default 2)"),
+        ("--calls", "calls the agent's model asks at first (1-4, default 1)"),
+        ("--reasks", "calls asked again after a failed or unknown record (default 1)"),
+        ("--max-attempts", "attempts of a CallTool call (1-5, default 2)"),
+        ("--crashes", "worker crashes on one path (default 1)"),
+        ("--partitions", "connection losses on one path (default 1)"),
+        ("--restarts", "server restarts on one path (default 1)"),
+        ("--timeouts", "attempt time-outs on one path (default 1)"),
+        ("--faults", "faults of all kinds together on one path (default 2)"),
+        ("--policy-changes", "policy changes on one path (default 1)"),
+        ("--reconcile-crashes", "reconcile job crashes on one path (default 1)"),
+    ):
+        bounds.add_argument(flag, type=_whole, metavar="N", help=text)
+    bounds.add_argument("--tools", metavar="MIX",
+                        help="comma-separated effect classes, each optionally +approval or "
+                        "-approval (default read,idempotent_write,non_idempotent_write,"
+                        "unclassified)")
+    check.add_argument("--ledger", choices=("plain", "key", "business"),
+                       help="how a non-idempotent write's service treats repeats (default plain)")
+    check.add_argument("--fence", action="store_true",
+                       help="model the executor's fence option (decision D-6)")
+    check.add_argument("--mutant", metavar="NAME", help="check a deliberately broken model "
+                       "(see `atmostonce mutants`)")
+    check.add_argument("--all-violations", action="store_true",
+                       help="keep exploring after the first violation")
+    check.add_argument("--max-states", type=_whole, metavar="N",
+                       help="stop after N states (the check is then incomplete and exits 1)")
+    check.add_argument("--out", metavar="FILE", help="save counterexamples and witnesses as "
+                       "JSON traces the executor layers replay")
+    check.add_argument("--json", action="store_true", help="print one JSON object")
+    check.set_defaults(func=cmd_check)
+
+    mutants = sub.add_parser(
+        "mutants", help="list the deliberately broken variants the checks must catch",
+        description="Every mutant the package ships, one per line as KIND NAME.",
+    )
+    mutants.add_argument("-v", "--verbose", action="store_true",
+                         help="add the clause each mutant breaks and what it does")
+    mutants.set_defaults(func=cmd_mutants)
+
+    diagrams = sub.add_parser(
+        "diagrams", help="draw the state diagrams from the model's definitions",
+        description="Write the DOT of every component machine (and SVG when Graphviz's dot is "
+        "installed), drawn from the same transitions definitions the checks run on.",
+    )
+    diagrams.add_argument("--out", default="diagrams", metavar="DIR",
+                          help="directory to write into (default diagrams)")
+    diagrams.set_defaults(func=cmd_diagrams)
     return parser
 
 

@@ -69,9 +69,37 @@ def check_proofs() -> CheckResult:
     )
 
 
+def check_model() -> CheckResult:
+    """The exhaustive model check at the default bound: every always-property holds, every
+    sometimes-property is witnessed, finding F-6 is established."""
+    from atmostonce.model import check
+
+    report = check.run(check.DEFAULT)
+    r = report.result
+    details = [f"{t.property}: {t.message}" for t in report.violations]
+    details += [f"never witnessed: {pid}" for pid in r.unwitnessed]
+    details += [f"finding {c.id} does not hold: {c.statement}" for c in report.claims
+                if not c.holds]
+    if not r.complete:
+        details.append(f"incomplete: {r.stopped_reason}")
+    return CheckResult(
+        "model", "exhaustive check", report.ok,
+        f"{r.states:,} states, {r.transitions:,} transitions, depth {r.depth}, "
+        f"{r.seconds:.1f} s; {len(r.violations)} violations, {len(r.witnesses)} "
+        f"sometimes-properties witnessed; finding F-6 "
+        f"{'established' if all(c.holds for c in report.claims) else 'NOT established'}",
+        details,
+        {"states": r.states, "transitions": r.transitions, "depth": r.depth,
+         "seconds": r.seconds, "violations": [t.property for t in report.violations],
+         "unwitnessed": r.unwitnessed},
+    )
+
+
 Check = Callable[[], CheckResult]
 
 SPEC_CHECKS: tuple[Check, ...] = (check_clause_coverage, check_proofs)
+MODEL_CHECKS: tuple[Check, ...] = (check_model,)
+ALL_CHECKS: tuple[Check, ...] = SPEC_CHECKS + MODEL_CHECKS
 
 
 def run(checks: tuple[Check, ...], progress: Callable[[str], None]) -> list[CheckResult]:

@@ -37,3 +37,49 @@ def test_verify_passes_on_the_reference_and_prints_json() -> None:
     report = json.loads(done.stdout)
     assert report["verdict"] == "pass"
     assert all(check["ok"] for check in report["checks"])
+
+
+@pytest.mark.slow
+def test_check_json_reports_the_exploration() -> None:
+    done = run("check", "--json", "--faults", "1")
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    report = json.loads(done.stdout)
+    for key in ("states", "transitions", "depth", "seconds", "states_per_second", "violations",
+                "unwitnessed", "coverage", "findings", "double_run"):
+        assert key in report
+    assert report["violations"] == []
+    assert report["unwitnessed"] == []
+
+
+def test_check_of_a_mutant_exits_1_with_the_counterexample(tmp_path: object) -> None:
+    out = f"{tmp_path}/trace.json"
+    done = run("check", "--mutant", "second-worker", "--out", out)
+    assert done.returncode == 1
+    assert "counterexample of A-ONE-WORKER" in done.stdout
+    with open(out) as handle:
+        traces = json.load(handle)
+    assert traces[0]["property"] == "A-ONE-WORKER"
+    assert traces[0]["steps"][0]["action"] == "ask"
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["check", "--workers", "9"], "--workers must be between 1 and 3, got 9"),
+    (["check", "--calls", "two"], "expected a whole number, got 'two'"),
+    (["check", "--tools", "read,writes"], "unknown effect class 'writes'"),
+    (["check", "--mutant", "nope"], "unknown model mutant 'nope'"),
+])
+def test_check_rejects_bad_bounds_with_one_line(args: list[str], message: str) -> None:
+    done = run(*args)
+    assert done.returncode == 2
+    assert message in done.stderr
+    assert done.stderr.count("\n") == 1
+
+
+def test_mutants_lists_every_model_mutant_as_kind_and_name() -> None:
+    from atmostonce.model.mutants import MUTANTS
+
+    done = run("mutants")
+    assert done.returncode == 0
+    lines = done.stdout.splitlines()
+    assert {f"model {m.name}" for m in MUTANTS} <= set(lines)
+    assert all(len(line.split()) == 2 for line in lines)

@@ -226,6 +226,19 @@ _CLAUSES: tuple[Clause, ...] = (
         "Only statements about repeating the call matter; destructiveHint alone says nothing "
         "about it.",
     ),
+    _finding(
+        "F-6", _TWICE, "Does passing each call's idempotency key make the documented double "
+        "run harmless?",
+        "No. With a service that drops repeated idempotency keys, a cancelled run and the "
+        "model's second call of the same tool both take effect (F-6a): the two runs belong to "
+        "two calls and carry two keys. A business key shared by the calls, such as an order "
+        "id, makes the repeat harmless (F-6b). The executor's fence removes the overlap itself "
+        "(F-6c) but not a repeat after the cancelled run ended (F-6d), which the failed "
+        "record's 'may still be running' wording warns the model about. With time-outs and "
+        "restarts off, no two runs of a single-attempt tool ever overlap (F-6e).",
+        "Established by exhaustive search on every `atmostonce check` "
+        "(atmostonce.model.findings), each claim with its shortest trace.",
+    ),
     _decision(
         "D-12", _TWICE, "Can a worker that lost its connection go on running a tool after the "
         "server declared it lost?",

@@ -101,6 +101,9 @@ _PROPERTIES: tuple[Property, ...] = (
                "TC-AMO-3", "TC-AMO-4"),
     _sometimes("S-READ-RETRY-AFTER-LOSS", "a read is attempted again after its worker was lost",
                "TC-REC-RETRY", "TC-REC-LOST"),
+    _sometimes("S-LOST-BEFORE-HEARTBEAT",
+               "an attempt is lost after its tool started and before its first heartbeat "
+               "reached the server", "TC-REC-LOST"),
     _sometimes("S-UNKNOWN-NEVER-RAN",
                "a call recorded outcome_unknown whose tool never ran (a server restart)",
                "TC-RCN-ASK", "D-8"),

@@ -1,0 +1,136 @@
+"""One model check as a user runs it: explore, build the traces, establish finding F-6, and
+report in words or JSON."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from atmostonce.model import findings, mutants
+from atmostonce.model.config import ModelConfig
+from atmostonce.model.explorer import Explorer, Progress, Result
+from atmostonce.model.system import Protocol, System
+from atmostonce.model.trace import Trace, build, config_json
+
+DEFAULT = ModelConfig(calls=1, faults=2)
+"""The default bound: two workers, every effect class, one call and one re-ask, two attempts,
+two faults (at most one crash, one connection loss, one restart, one time-out), one policy
+change and one reconcile crash: enough for every sometimes-property to be witnessed."""
+
+
+@dataclass
+class CheckReport:
+    config: ModelConfig
+    result: Result
+    violations: list[Trace] = field(default_factory=list)
+    double_run: Trace | None = None
+    claims: list[findings.Claim] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.result.ok and all(c.holds for c in self.claims)
+
+    def as_json(self) -> dict[str, Any]:
+        r = self.result
+        system_config = config_json(self.config)
+        return {
+            "ok": self.ok,
+            "config": system_config,
+            "states": r.states,
+            "transitions": r.transitions,
+            "depth": r.depth,
+            "seconds": round(r.seconds, 3),
+            "states_per_second": round(r.states_per_second),
+            "quiescent_states": r.quiescent,
+            "complete": r.complete,
+            "stopped": r.stopped_reason,
+            "violations": [
+                {"property": t.property, "message": t.message,
+                 "steps": [s.action for s in t.steps], "trace": t.render().splitlines()}
+                for t in self.violations
+            ],
+            "unwitnessed": r.unwitnessed,
+            "witnessed": sorted(r.witnesses),
+            "coverage": {
+                "edges_fired": len(r.fired),
+                "never_fired": [list(e) for e in r.never_fired],
+                "actions": r.action_counts,
+            },
+            "double_run": None if self.double_run is None else {
+                "steps": [s.action for s in self.double_run.steps],
+                "trace": self.double_run.render().splitlines(),
+            },
+            "findings": [
+                {"id": c.id, "statement": c.statement, "holds": c.holds,
+                 "reachable": c.reachable, "states": c.states,
+                 "config": config_json(c.config)}
+                for c in self.claims
+            ],
+        }
+
+
+def protocol_for(config: ModelConfig) -> Protocol:
+    return mutants.get(config.mutant).protocol() if config.mutant else Protocol()
+
+
+def with_mutant(config: ModelConfig, name: str) -> ModelConfig:
+    mutant = mutants.get(name)
+    return replace(config, mutant=mutant.name, **mutant.config)  # type: ignore[arg-type]
+
+
+def run(config: ModelConfig, *, progress: Progress | None = None, stop_at_first: bool = True,
+        max_states: int | None = None, with_findings: bool = True) -> CheckReport:
+    system = System(config, protocol_for(config))
+    explorer = Explorer(system, stop_at_first=stop_at_first, max_states=max_states,
+                        progress=progress)
+    result = explorer.run()
+    report = CheckReport(config, result)
+    report.violations = [build(explorer, v, "counterexample") for v in result.violations]
+    witness = result.witnesses.get("S-DOUBLE-RUN")
+    if witness is not None:
+        report.double_run = build(explorer, witness, "witness")
+    if with_findings and not config.mutant:
+        report.claims = findings.establish()
+    return report
+
+
+def render(report: CheckReport) -> str:
+    r = report.result
+    lines = [
+        f"model check: {report.config.describe()}",
+        f"  {r.states:,} distinct states, {r.transitions:,} transitions, depth {r.depth}, "
+        f"{r.seconds:.1f} s ({r.states_per_second:,.0f} states/s), "
+        f"{r.quiescent:,} quiescent states",
+    ]
+    if not r.complete:
+        lines.append(f"  INCOMPLETE: {r.stopped_reason}")
+    if r.violations:
+        lines.append(f"  {len(r.violations)} propert{'y' if len(r.violations) == 1 else 'ies'} "
+                     "violated; shortest counterexample:")
+        for trace in report.violations:
+            lines.append("")
+            lines.extend("  " + line for line in trace.render().splitlines())
+    else:
+        lines.append("  every always-property holds"
+                     + (" on every reachable state" if r.complete else " so far"))
+    if r.complete:
+        witnessed = len(r.witnesses)
+        if r.unwitnessed:
+            lines.append(f"  NEVER WITNESSED ({len(r.unwitnessed)}): {', '.join(r.unwitnessed)}"
+                         " -- the model is too narrow for these bounds")
+        else:
+            lines.append(f"  all {witnessed} sometimes-properties witnessed")
+    for edge in r.never_fired:
+        lines.append(f"  warning: transition {edge[0]}.{edge[2]} from {edge[1]} never fired")
+    if report.double_run is not None:
+        lines.append("")
+        lines.append("  The page's one exception, as the model reaches it:")
+        lines.extend("  " + line for line in report.double_run.render().splitlines())
+    if report.claims:
+        lines.append("")
+        lines.append("  Finding F-6 (decision D-6), by exhaustive search:")
+        for c in report.claims:
+            verdict = "holds" if c.holds else "DOES NOT HOLD"
+            what = "reachable" if c.reachable else "unreachable"
+            lines.append(f"    {c.id} {verdict}: {c.statement} ({what}, {c.states} states)")
+    return "\n".join(lines)

@@ -1,0 +1,257 @@
+"""Breadth-first exhaustive exploration with symmetry reduction, property checks on every state,
+witnesses for sometimes-properties, a rank check on every edge (no cycles) and quiescent-state
+checks for the eventually-properties.
+
+Breadth-first order makes every counterexample and witness a shortest one.
+"""
+
+from __future__ import annotations
+
+import time
+from array import array
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from atmostonce.model.machines import ALL_MACHINES
+from atmostonce.model.properties import Properties, Violation
+from atmostonce.model.system import Label, State, Successor, System
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A violation or a witness: the property, what happened, and where (the state reached by
+    `label` from state number `source`, or state number `target` itself)."""
+
+    property: str
+    message: str
+    target: int
+    source: int = -1
+    label: Label | None = None
+    successor: State | None = None
+    noted: bool = False
+
+
+@dataclass
+class Result:
+    """What one exploration established, with everything the reports need."""
+
+    states: int = 0
+    transitions: int = 0
+    depth: int = 0
+    seconds: float = 0.0
+    quiescent: int = 0
+    complete: bool = True
+    stopped_reason: str = ""
+    violations: list[Finding] = field(default_factory=list)
+    witnesses: dict[str, Finding] = field(default_factory=dict)
+    unwitnessed: list[str] = field(default_factory=list)
+    fired: set[tuple[str, str, str]] = field(default_factory=set)
+    never_fired: list[tuple[str, str, str]] = field(default_factory=list)
+    action_counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def states_per_second(self) -> float:
+        return self.states / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.complete and not self.violations and not self.unwitnessed
+
+
+Progress = Callable[[int, int, int, float], None]
+
+
+def all_edges() -> set[tuple[str, str, str]]:
+    return {(m.name, src, e.trigger) for m in ALL_MACHINES for e in m.edges for src in e.sources}
+
+
+class Explorer:
+    """Explores every reachable state of one system and keeps the search tree for traces."""
+
+    def __init__(
+        self,
+        system: System,
+        *,
+        stop_at_first: bool = True,
+        max_states: int | None = None,
+        progress: Progress | None = None,
+        progress_every: float = 2.0,
+        goal: Callable[[State], bool] | None = None,
+    ) -> None:
+        self.system = system
+        self.properties = Properties(system)
+        self.stop_at_first = stop_at_first
+        self.max_states = max_states
+        self.progress = progress
+        self.progress_every = progress_every
+        self.goal = goal
+        self.goal_found: int | None = None
+        self.states: list[State] = []
+        self.parent = array("l")
+        self.labels: list[Label | None] = []
+
+    def run(self) -> Result:
+        system = self.system
+        props = self.properties
+        result = Result()
+        started = time.monotonic()
+        canonical = system.canonical
+        successors = system.successors
+        check = props.violations
+        witness = props.witnessed
+        rank = props.rank
+        unwitnessed = set(props.wanted)
+
+        init = canonical(system.initial())
+        index: dict[State, int] = {init: 0}
+        states = self.states
+        parent = self.parent
+        labels = self.labels
+        ranks = array("q")
+        states.append(init)
+        parent.append(-1)
+        labels.append(None)
+        ranks.append(props.rank(init))
+        actions: dict[str, int] = {}
+
+        suspicious: list[tuple[int, int, Successor]] = []
+
+        def record(found: list[Violation], target: int, source: int = -1,
+                   successor: Successor | None = None, noted: bool = False) -> None:
+            known = {v.property for v in result.violations}
+            for v in found:
+                if v.property not in known:
+                    known.add(v.property)
+                    result.violations.append(Finding(
+                        v.property, f"call {v.call}: {v.message}" if v.call >= 0 else v.message,
+                        target, source, successor.label if successor else None,
+                        successor.state if successor else None, noted))
+
+        found = check(init)
+        if found:
+            record(found, 0)
+        for pid in witness(init) & unwitnessed:
+            result.witnesses[pid] = Finding(pid, "", 0)
+            unwitnessed.discard(pid)
+
+        depth_end = 1
+        depth = 0
+        next_report = started + self.progress_every
+        transitions = 0
+        i = 0
+        stop = False
+        while i < len(states) and not stop:
+            if i == depth_end:
+                depth += 1
+                depth_end = len(states)
+            s = states[i]
+            r = ranks[i]
+            fair_enabled = False
+            for succ in successors(s):
+                transitions += 1
+                t = canonical(succ.state)
+                if t == s:
+                    continue
+                if succ.fair:
+                    fair_enabled = True
+                j = index.get(t)
+                if j is None:
+                    j = len(states)
+                    index[t] = j
+                    states.append(t)
+                    parent.append(i)
+                    labels.append(succ.label)
+                    rt = rank(t)
+                    ranks.append(rt)
+                    kind = succ.label[0]
+                    actions[kind] = actions.get(kind, 0) + 1
+                    found = check(t)
+                    if found:
+                        record(found, j)
+                        stop = self.stop_at_first
+                    if self.goal is not None and self.goal(t):
+                        self.goal_found = j
+                        stop = True
+                    if unwitnessed:
+                        for pid in witness(t) & unwitnessed:
+                            result.witnesses[pid] = Finding(pid, "", j)
+                            unwitnessed.discard(pid)
+                else:
+                    rt = ranks[j]
+                if rt >= r:
+                    suspicious.append((i, j, succ))
+                for note in succ.notes:
+                    if note.startswith("!"):
+                        record([Violation(note[1:], succ.label[1], f"on {succ.label[0]}")],
+                               j, i, succ, noted=True)
+                        stop = self.stop_at_first
+                    elif note in unwitnessed:
+                        result.witnesses[note] = Finding(note, "", j, i, succ.label, succ.state,
+                                                         noted=True)
+                        unwitnessed.discard(note)
+            if not fair_enabled:
+                result.quiescent += 1
+                found = props.quiescent_violations(s)
+                if found:
+                    record(found, i)
+                    stop = self.stop_at_first
+            i += 1
+            if self.max_states is not None and len(states) >= self.max_states:
+                result.complete = False
+                result.stopped_reason = f"stopped at --max-states {self.max_states}"
+                break
+            if self.progress is not None and i % 1024 == 0:
+                now = time.monotonic()
+                if now >= next_report:
+                    next_report = now + self.progress_every
+                    self.progress(len(states), transitions, depth, now - started)
+        if stop and i < len(states):
+            result.complete = False
+            result.stopped_reason = ("stopped at the goal" if self.goal_found is not None
+                                     else "stopped at the first violation")
+        if not result.violations:
+            for source, target, succ in suspicious:
+                length = self._cycle_length(target, source, index)
+                if length:
+                    record([Violation("E-EVERY-CALL-RECORDED", -1,
+                                      f"{succ.label[0]} closes a cycle of {length} steps that "
+                                      "can repeat for ever")], target, source, succ)
+                    break
+        result.states = len(states)
+        result.transitions = transitions
+        result.depth = depth
+        result.seconds = time.monotonic() - started
+        result.unwitnessed = sorted(unwitnessed) if result.complete else []
+        result.fired = system.fired_edges()
+        result.never_fired = sorted(all_edges() - result.fired)
+        result.action_counts = dict(sorted(actions.items()))
+        return result
+
+    def _cycle_length(self, start: int, goal: int, index: dict[State, int],
+                      limit: int = 200_000) -> int:
+        """Steps from state `start` back to state `goal`, or 0 when `goal` is not reachable
+        (searched only where the rank failed to fall, which never happens in a sound model)."""
+        canonical = self.system.canonical
+        frontier = [start]
+        depth = {start: 1}
+        for s_index in frontier:
+            for succ in self.system.successors(self.states[s_index]):
+                j = index.get(canonical(succ.state))
+                if j is None or j in depth:
+                    continue
+                if j == goal:
+                    return depth[s_index] + 1
+                depth[j] = depth[s_index] + 1
+                frontier.append(j)
+                if len(frontier) >= limit:
+                    return 0
+        return 0
+
+    def path(self, target: int) -> list[tuple[Label | None, State]]:
+        """The canonical states from the initial one to state number `target`."""
+        steps: list[tuple[Label | None, State]] = []
+        while target >= 0:
+            steps.append((self.labels[target], self.states[target]))
+            target = self.parent[target]
+        steps.reverse()
+        return steps

@@ -1,0 +1,196 @@
+"""The component machines of the model, as `transitions` definitions.
+
+These definitions are the single source of the model's component behaviour: the explorer runs
+on tables compiled from them (`tables`), the naive explorer drives the `transitions` machines
+built from them directly, and `atmostonce diagrams` draws them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from transitions import Machine
+
+
+@dataclass(frozen=True)
+class Edge:
+    trigger: str
+    sources: tuple[str, ...]
+    dest: str
+
+
+@dataclass(frozen=True)
+class MachineDef:
+    """A component machine: its states (the first is initial), its edges and what it models."""
+
+    name: str
+    doc: str
+    states: tuple[str, ...]
+    edges: tuple[Edge, ...]
+
+    @property
+    def initial(self) -> str:
+        return self.states[0]
+
+    @property
+    def triggers(self) -> tuple[str, ...]:
+        seen: dict[str, None] = {}
+        for edge in self.edges:
+            seen.setdefault(edge.trigger, None)
+        return tuple(seen)
+
+    def transitions(self) -> list[dict[str, Any]]:
+        """The edges in the form `transitions.Machine(transitions=...)` takes."""
+        return [
+            {"trigger": e.trigger, "source": list(e.sources), "dest": e.dest} for e in self.edges
+        ]
+
+    def build(self, model: object | None = None, initial: str | None = None) -> Machine:
+        """A `transitions.Machine` for this definition, bound to `model` (or to itself)."""
+        return Machine(
+            model=model if model is not None else Machine.self_literal,
+            states=list(self.states),
+            transitions=self.transitions(),
+            initial=initial or self.initial,
+            auto_transitions=False,
+            ignore_invalid_triggers=False,
+        )
+
+
+def _e(trigger: str, sources: str | Sequence[str], dest: str) -> Edge:
+    return Edge(trigger, (sources,) if isinstance(sources, str) else tuple(sources), dest)
+
+
+_RECORDS = ("succeeded", "failed", "rejected", "outcome_unknown")
+
+# TC-REC-1, TC-REC-RETRY: CallTool runs a read or an idempotent write, with retries.
+CALL_TOOL = MachineDef(
+    "CallTool",
+    "A call of a read or an idempotent write: approval if its policy asks for it, then "
+    "attempts until one decides the record (TC-EFF-READ, TC-EFF-IDEM, TC-REC-RETRY).",
+    ("asked", "awaiting_approval", "attempting", *_RECORDS),
+    (
+        _e("needs_approval", "asked", "awaiting_approval"),
+        _e("start", "asked", "attempting"),
+        _e("approve", "awaiting_approval", "attempting"),
+        _e("reject", "awaiting_approval", "rejected"),
+        _e("deadline", "awaiting_approval", "rejected"),
+        _e("returned", "attempting", "succeeded"),
+        _e("tool_failed", "attempting", "failed"),
+        _e("retry", "attempting", "attempting"),
+        _e("did_not_run", "attempting", "failed"),
+        _e("may_have_run", "attempting", "failed"),
+        _e("may_still_run", "attempting", "failed"),
+        _e("unknown", "attempting", "outcome_unknown"),
+    ),
+)
+
+# TC-AMO-1, TC-EFF-NONIDEM, TC-EFF-UNCL: one attempt, so there is no retry edge at all.
+CALL_SINGLE_ATTEMPT_TOOL = MachineDef(
+    "CallSingleAttemptTool",
+    "A call of a non-idempotent write or an unclassified tool: approval if its policy asks "
+    "for it, then exactly one attempt (TC-EFF-NONIDEM, TC-EFF-UNCL, TC-AMO-1).",
+    ("asked", "awaiting_approval", "attempting", *_RECORDS),
+    (
+        _e("needs_approval", "asked", "awaiting_approval"),
+        _e("start", "asked", "attempting"),
+        _e("approve", "awaiting_approval", "attempting"),
+        _e("reject", "awaiting_approval", "rejected"),
+        _e("deadline", "awaiting_approval", "rejected"),
+        _e("returned", "attempting", "succeeded"),
+        _e("tool_failed", "attempting", "failed"),
+        _e("did_not_run", "attempting", "failed"),
+        _e("may_still_run", "attempting", "failed"),
+        _e("unknown", "attempting", "outcome_unknown"),
+    ),
+)
+
+# D-5: an attempt counts as reached from `hand` on, which the server records before the go-ahead.
+ATTEMPT = MachineDef(
+    "Attempt",
+    "One attempt of a call: queued, handed to one worker (durably recorded before the "
+    "go-ahead, D-5), started when the worker got the go-ahead, running once its first "
+    "heartbeat reached the server, then ended (TC-REC-LOST: it may have run before that).",
+    ("none", "queued", "handed", "started", "running", "returned", "tool_failed", "lost",
+     "cancelled", "not_reached"),
+    (
+        _e("schedule", "none", "queued"),
+        _e("hand", "queued", "handed"),
+        _e("go", "handed", "started"),
+        _e("heartbeat", "started", "running"),
+        _e("return_result", ("started", "running"), "returned"),
+        _e("report_failure", ("started", "running"), "tool_failed"),
+        _e("lose", ("handed", "started", "running"), "lost"),
+        _e("time_out", ("started", "running"), "cancelled"),
+        _e("expire", "queued", "not_reached"),
+        _e("reset", ("returned", "tool_failed", "lost", "cancelled", "not_reached"), "none"),
+    ),
+)
+
+# D-12: `detect` is the server's heartbeat timeout; by then a cut-off worker stopped its runs.
+WORKER = MachineDef(
+    "Worker",
+    "A worker process and its connection, as the server sees it after the fact: up, cut off, "
+    "crashed, then declared lost by the heartbeat timeout and back as a fresh worker (D-12).",
+    ("up", "disconnected", "crashed", "down"),
+    (
+        _e("disconnect", "up", "disconnected"),
+        _e("reconnect", "disconnected", "up"),
+        _e("crash", ("up", "disconnected"), "crashed"),
+        _e("detect", ("disconnected", "crashed"), "down"),
+        _e("rejoin", "down", "up"),
+        _e("server_restart", ("up", "disconnected"), "disconnected"),
+        _e("server_restart", "crashed", "crashed"),
+        _e("server_restart", "down", "down"),
+    ),
+)
+
+# TC-AMO-3: a cancel changes nothing in the run; only a crash or the worker's lease stops it.
+RUN = MachineDef(
+    "Run",
+    "The tool's code running on a worker: a write applies its effect (a read has none), then "
+    "the tool returns or reports a failure; a cut-off worker holds the result until it "
+    "reconnects. Cancellation is cooperative, so `cancel` leaves the run as it was (TC-AMO-3).",
+    ("started", "applied", "held_ok", "held_failure", "finished", "killed"),
+    (
+        _e("apply", "started", "applied"),
+        _e("finish_ok", ("started", "applied"), "finished"),
+        _e("finish_fail", ("started", "applied"), "finished"),
+        _e("hold_ok", ("started", "applied"), "held_ok"),
+        _e("hold_fail", ("started", "applied"), "held_failure"),
+        _e("deliver", ("held_ok", "held_failure"), "finished"),
+        _e("cancel", "started", "started"),
+        _e("cancel", "applied", "applied"),
+        _e("cancel", "held_ok", "held_ok"),
+        _e("cancel", "held_failure", "held_failure"),
+        _e("kill", ("started", "applied", "held_ok", "held_failure"), "killed"),
+    ),
+)
+
+# TC-EFF-IDEM, TC-KEY-3: a service that drops a repeated idempotency key applies it once.
+KEYED_LEDGER = MachineDef(
+    "KeyedLedger",
+    "The effect ledger of a service that drops a repeated idempotency key: per key, the "
+    "effect is applied at most once (TC-EFF-IDEM, TC-KEY-3).",
+    ("empty", "applied"),
+    (
+        _e("write", ("empty", "applied"), "applied"),
+    ),
+)
+
+PLAIN_LEDGER = MachineDef(
+    "PlainLedger",
+    "The effect ledger of a service without deduplication: every write applies its effect "
+    "(counted up to two, which is all a property needs).",
+    ("empty", "once", "twice"),
+    (
+        _e("write", "empty", "once"),
+        _e("write", ("once", "twice"), "twice"),
+    ),
+)
+
+ALL_MACHINES: tuple[MachineDef, ...] = (
+    CALL_TOOL, CALL_SINGLE_ATTEMPT_TOOL, ATTEMPT, WORKER, RUN, KEYED_LEDGER, PLAIN_LEDGER,
+)

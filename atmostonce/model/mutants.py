@@ -1,0 +1,140 @@
+"""Deliberately broken models: each turns one protocol decision the wrong way, breaks one
+clause, and must be caught by the property named, with a counterexample.
+
+A checker that catches none of these would be broken; `tests/model/test_mutants.py` requires
+every one to be caught by exactly the property it names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+
+from atmostonce.model.system import (
+    CALL_SINGLE,
+    E_LOST,
+    E_LOST_RESTART,
+    E_NOT_REACHED,
+    EFFECT_INDEX,
+    READ_I,
+    Protocol,
+    decision_table,
+)
+from atmostonce.model.tables import with_edge
+from atmostonce.spec.errors import SpecError
+from atmostonce.spec.policy import EffectClass
+
+SINGLE_EFFECTS = (EffectClass.NON_IDEMPOTENT_WRITE, EffectClass.UNCLASSIFIED)
+
+
+@dataclass(frozen=True)
+class ModelMutant:
+    """A broken variant of the model: which clause it breaks and which property must catch it."""
+
+    name: str
+    clause: str
+    summary: str
+    expect: str
+    protocol: Callable[[], Protocol]
+    config: Mapping[str, object] = field(default_factory=dict)
+
+
+def _retry_non_idempotent() -> Protocol:
+    decisions = decision_table()
+    for effect in SINGLE_EFFECTS:
+        for end in (E_LOST, E_LOST_RESTART):
+            for reached in (False, True):
+                decisions[(EFFECT_INDEX[effect], end, True, reached)] = ("retry", 0)
+    return Protocol(call_single=with_edge(CALL_SINGLE, "retry", "attempting", "attempting"),
+                    decisions=decisions, single_max_attempts=2)
+
+
+def _did_not_run_after_reach() -> Protocol:
+    decisions = decision_table()
+    for effect, end, more, reached in list(decisions):
+        if end in (E_LOST, E_LOST_RESTART):
+            decisions[(effect, end, more, reached)] = decisions[(effect, E_NOT_REACHED, more,
+                                                                 reached)]
+    return Protocol(decisions=decisions)
+
+
+def _read_unknown() -> Protocol:
+    decisions = decision_table()
+    for (effect, end, more, reached), (trigger, _) in list(decisions.items()):
+        if effect == READ_I and trigger == "may_have_run":
+            decisions[(effect, end, more, reached)] = ("unknown", 0)
+    return Protocol(decisions=decisions)
+
+
+def _succeed_on_loss() -> Protocol:
+    decisions = decision_table()
+    for (effect, end, more, reached), (trigger, _) in list(decisions.items()):
+        if end == E_LOST and trigger == "unknown":
+            decisions[(effect, end, more, reached)] = ("returned", 0)
+    return Protocol(decisions=decisions)
+
+
+MUTANTS: tuple[ModelMutant, ...] = (
+    ModelMutant("retry-non-idempotent", "TC-EFF-NONIDEM",
+                "a non-idempotent write whose worker was lost gets a second attempt",
+                "A-ONE-ATTEMPT", _retry_non_idempotent),
+    ModelMutant("did-not-run-after-reach", "TC-REC-NOTRUN",
+                "an attempt lost after it reached a worker is recorded as never run",
+                "A-DID-NOT-RUN-TRUE", _did_not_run_after_reach),
+    ModelMutant("second-worker", "TC-AMO-1",
+                "a lost attempt is handed to another worker instead of being decided",
+                "A-ONE-WORKER", lambda: Protocol(rehand_lost=True)),
+    ModelMutant("retry-after-unknown", "TC-REC-EXHAUST-OTHER",
+                "a call recorded outcome_unknown is queued for another attempt",
+                "A-NO-ATTEMPT-AFTER-UNKNOWN", lambda: Protocol(retry_after_unknown=True)),
+    ModelMutant("approval-default-skipped", "TC-APR-2",
+                "only an explicit requires_approval=true makes a call wait; the class default "
+                "is ignored", "A-APPROVAL", lambda: Protocol(approval_default=False)),
+    ModelMutant("reach-after-go-ahead", "D-5",
+                "the journal records the reach only when the first heartbeat arrives, after "
+                "the go-ahead", "A-DID-NOT-RUN-TRUE", lambda: Protocol(reach_at_hand=False)),
+    ModelMutant("no-self-fence", "D-12",
+                "a cut-off worker goes on running its tool after the server declared it lost",
+                "A-DOUBLE-RUN-SHAPE", lambda: Protocol(self_fence=False)),
+    ModelMutant("late-result-overwrites", "TC-REC-1",
+                "a result arriving after the call was recorded replaces the record",
+                "A-ONE-RECORD", lambda: Protocol(late_result_overwrites=True)),
+    ModelMutant("retry-new-key", "TC-KEY-1",
+                "a retry passes a different idempotency key", "A-SAME-KEY",
+                lambda: Protocol(retry_key_changes=True)),
+    ModelMutant("policy-change-reaches-asked-call", "TC-SNAP-1",
+                "a policy change applies to calls asked before it", "A-ONE-ATTEMPT",
+                lambda: Protocol(snapshot_policy=False)),
+    ModelMutant("fence-ignored", "D-6",
+                "with the fence on, a new call of the tool still starts while the abandoned "
+                "run goes on", "A-FENCE", lambda: Protocol(fence_checked=False),
+                {"fence": True}),
+    ModelMutant("reconcile-without-history", "TC-RCN-ONCE",
+                "the reconcile job sends reports without reading the history first",
+                "E-RECONCILE-ONCE", lambda: Protocol(reconcile_reads_history=False)),
+    ModelMutant("read-unknown", "TC-REC-EXHAUST-READ",
+                "a read out of attempts after a worker loss records outcome_unknown",
+                "A-EXHAUSTED-RECORD", _read_unknown),
+    ModelMutant("lost-attempt-forgotten", "TC-REC-1",
+                "an attempt whose worker was declared lost is never decided, so the call waits "
+                "for ever", "E-EVERY-CALL-RECORDED", lambda: Protocol(decide_lost=False)),
+    ModelMutant("succeed-on-loss", "TC-REC-SUCC",
+                "a call whose worker was lost is recorded succeeded", "A-SUCCEEDED-RETURNED",
+                _succeed_on_loss),
+)
+
+BY_NAME: Mapping[str, ModelMutant] = {m.name: m for m in MUTANTS}
+
+
+def get(name: str) -> ModelMutant:
+    mutant = BY_NAME.get(name)
+    if mutant is None:
+        raise SpecError(f"unknown model mutant {name!r} (known: {', '.join(BY_NAME)})")
+    return mutant
+
+
+def configure(mutant: ModelMutant, config: object) -> object:
+    from atmostonce.model.config import ModelConfig
+
+    assert isinstance(config, ModelConfig)
+    return replace(config, mutant=mutant.name, **mutant.config)  # type: ignore[arg-type]

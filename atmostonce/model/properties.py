@@ -1,0 +1,277 @@
+"""The properties of `atmostonce.spec.properties`, evaluated on model states.
+
+Always-properties are predicates on every reachable state (ghost fields make the history they
+need visible in the state); sometimes-properties are witnessed by a reachable state or by a
+transition's note; eventually-properties are checked on quiescent states, those no fair action
+leaves (see `Successor.fair`), which every fair path reaches because the explorer also checks
+that `rank` falls on every transition, so the state graph has no cycle.
+
+A call's own checks depend on the call alone, and calls are interned, so each distinct call is
+judged once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from atmostonce.model import system as s
+from atmostonce.model.system import Call, State, System
+from atmostonce.spec.policy import EffectClass
+from atmostonce.spec.properties import Kind, of_kind, record_witness_id
+
+INFRASTRUCTURE_ENDS = (s.E_NOT_REACHED, s.E_LOST, s.E_LOST_RESTART, s.E_CANCELLED)
+RECORDS = s.RECORD_OF_STATE
+
+
+@dataclass(frozen=True)
+class Violation:
+    property: str
+    call: int
+    message: str
+
+
+class Properties:
+    """The properties for one system, with the spec's truth about every tool precomputed."""
+
+    def __init__(self, system: System) -> None:
+        self.system = system
+        self.config = system.config
+        self.truth = system.truth
+        self.max_attempts = system.config.max_attempts
+        self.wanted = frozenset(self._wanted())
+        self._call_checks: dict[int, tuple[tuple[str, str], ...]] = {}
+        self._call_witness: dict[int, tuple[str, ...]] = {}
+        self._call_rank: dict[int, int] = {}
+
+    def _wanted(self) -> set[str]:
+        """The sometimes-properties this configuration can witness."""
+        cfg = self.config
+        effects = {t.effect for t in cfg.tools} | {
+            t.variant(True).effect for t in cfg.tools if cfg.policy_changes
+        }
+        wanted = set()
+        for p in of_kind(Kind.SOMETIMES):
+            if p.id.startswith("S-RECORD-"):
+                if any(p.id.startswith(f"S-RECORD-{e.value}-") for e in effects):
+                    wanted.add(p.id)
+            else:
+                wanted.add(p.id)
+        single_tools = any(not t.variant(False).retries_allowed for t in cfg.tools)
+        if cfg.fence or not single_tools or not cfg.reasks or not cfg.timeouts or not cfg.faults:
+            wanted.discard("S-DOUBLE-RUN")
+        if EffectClass.READ not in effects or cfg.max_attempts < 2 or not cfg.faults:
+            wanted.discard("S-READ-RETRY-AFTER-LOSS")
+        if not cfg.restarts or not cfg.faults:
+            wanted.discard("S-UNKNOWN-NEVER-RAN")
+        if not (cfg.crashes or cfg.partitions) or not cfg.faults:
+            wanted.discard("S-LOST-BEFORE-HEARTBEAT")
+        return wanted
+
+    # -- always ---------------------------------------------------------------------------------
+
+    def violations(self, state: State) -> list[Violation]:
+        found: list[Violation] = []
+        base = s.NG + self.system.workers
+        memo = self._call_checks
+        for i, cid in enumerate(state[base:]):
+            checks = memo.get(cid)
+            if checks is None:
+                checks = self._judge(self.system.call(cid))
+                memo[cid] = checks
+            for pid, message in checks:
+                found.append(Violation(pid, i, message))
+        if self.config.fence:
+            self._fence_violations(self.system.calls_of(state), found)
+        return found
+
+    def _judge(self, c: Call) -> tuple[tuple[str, str], ...]:
+        """Every always-property one call can break on its own, with what it shows."""
+        truth = self.truth[c[s.T]][c[s.GPOL]]
+        g = c[s.G]
+        cs = c[s.CS]
+        natt = c[s.NATT]
+        handed = s.hands(g)
+        ran = s.runs_started(g)
+        single = not truth.retries_allowed
+        bad: list[tuple[str, str]] = []
+        if handed > natt:
+            bad.append(("A-ONE-WORKER",
+                        f"attempts were handed to a worker {handed} times for {natt} attempt(s)"))
+        if single and natt > 1:
+            bad.append(("A-ONE-ATTEMPT", f"{_a(truth.effect.value)} call got {natt} attempts"))
+        if cs == s.C_UNKNOWN and c[s.AS] != s.A_NONE:
+            bad.append(("A-NO-ATTEMPT-AFTER-UNKNOWN",
+                        "an attempt was scheduled after the call recorded outcome_unknown"))
+        if s.record_writes(g) > 1:
+            bad.append(("A-ONE-RECORD", f"the record was written {s.record_writes(g)} times"))
+        if c[s.FK] == s.FK_DID_NOT_RUN and (handed or ran):
+            bad.append(("A-DID-NOT-RUN-TRUE",
+                        f"recorded 'the tool did not run' after {handed} hand-out(s) to a "
+                        f"worker and {ran} run(s) of the tool"))
+        if cs == s.C_SUCCEEDED and not g & s.G_OKD:
+            bad.append(("A-SUCCEEDED-RETURNED", "recorded succeeded, but no result was returned"))
+        if cs == s.C_UNKNOWN and not handed:
+            bad.append(("A-UNKNOWN-REACHED",
+                        "recorded outcome_unknown, though no attempt reached a worker"))
+        if cs in RECORDS and cs != s.C_REJECTED:
+            bad.extend(self._exhausted(c, truth.effect))
+        if g & s.G_KEYBAD:
+            bad.append(("A-SAME-KEY", "an attempt passed a different idempotency key"))
+        if natt and truth.requires_approval and not g & s.G_APPROVED:
+            bad.append(("A-APPROVAL", "an attempt was made without the approval it needs"))
+        if cs == s.C_REJECTED and (natt or ran):
+            bad.append(("A-APPROVAL", "a rejected call was attempted"))
+        waited = bool(g & s.G_APPROVED) or cs == s.C_AWAIT
+        if waited != truth.requires_approval and cs != s.C_REJECTED:
+            needed = "required" if truth.requires_approval else "did not require"
+            bad.append(("A-POLICY-SNAPSHOT",
+                        f"the call {'waited' if waited else 'did not wait'} for approval, but "
+                        f"the policy when it was asked {needed} it"))
+        if single:
+            runs = self.system.runs(c[s.RUNS])
+            if len(runs) > 1:
+                bad.append(("A-DOUBLE-RUN-SHAPE", "two runs of one single-attempt call overlap"))
+            if runs and cs in RECORDS and s.last_end(g) not in (s.E_CANCELLED, s.E_LOST_RESTART):
+                bad.append(("A-DOUBLE-RUN-SHAPE",
+                            "a run goes on after its call was recorded "
+                            f"({s.END_NAMES[s.last_end(g)]}), though the engine never gave up "
+                            "on it while its worker was alive"))
+        if c[s.REP] > 1:
+            bad.append(("E-RECONCILE-ONCE", f"the unknown call was reported {c[s.REP]} times"))
+        return tuple(bad)
+
+    def _exhausted(self, c: Call, effect: EffectClass) -> list[tuple[str, str]]:
+        """A-EXHAUSTED-RECORD: out of attempts after a reach, a read records failed and any other
+        class outcome_unknown, except that a cancelled single attempt records failed (D-4)."""
+        end = s.last_end(c[s.G])
+        if end not in INFRASTRUCTURE_ENDS or not s.hands(c[s.G]):
+            return []
+        single = effect in (EffectClass.NON_IDEMPOTENT_WRITE, EffectClass.UNCLASSIFIED)
+        if not single and c[s.NATT] < self.max_attempts:
+            return []
+        if effect is EffectClass.READ or (single and end == s.E_CANCELLED):
+            expected = s.C_FAILED
+        else:
+            expected = s.C_UNKNOWN
+        if c[s.CS] == expected:
+            return []
+        return [("A-EXHAUSTED-RECORD",
+                 f"{_a(effect.value)} call out of attempts after a worker reach "
+                 f"({s.END_NAMES[end]}) recorded {RECORDS[c[s.CS]].value}, not "
+                 f"{RECORDS[expected].value}")]
+
+    def _fence_violations(self, calls: list[Call], found: list[Violation]) -> None:
+        for tool in range(len(self.config.tools)):
+            if self.truth[tool][0].retries_allowed:
+                continue
+            orphans = [i for i, c in enumerate(calls) if c[s.T] == tool and c[s.CS] in RECORDS
+                       and self.system.runs(c[s.RUNS])]
+            live = [i for i, c in enumerate(calls) if c[s.T] == tool
+                    and c[s.CS] not in RECORDS and self.system.runs(c[s.RUNS])]
+            if orphans and live:
+                found.append(Violation(
+                    "A-FENCE", live[0],
+                    f"with the fence on, it runs while the abandoned run of call {orphans[0]} "
+                    "of the same tool goes on"))
+
+    # -- sometimes ------------------------------------------------------------------------------
+
+    def witnessed(self, state: State) -> set[str]:
+        seen: set[str] = set()
+        orphan_tools = 0
+        reask_tools = 0
+        base = s.NG + self.system.workers
+        memo = self._call_witness
+        for cid in state[base:]:
+            marks = memo.get(cid)
+            if marks is None:
+                marks = self._witness(self.system.call(cid))
+                memo[cid] = marks
+            for mark in marks:
+                if mark == "orphan":
+                    orphan_tools |= 1 << self.system.call(cid)[s.T]
+                elif mark == "reask-running":
+                    reask_tools |= 1 << self.system.call(cid)[s.T]
+                else:
+                    seen.add(mark)
+        if orphan_tools & reask_tools:
+            seen.add("S-DOUBLE-RUN")
+        return seen
+
+    def _witness(self, c: Call) -> tuple[str, ...]:
+        """What one call witnesses: its record for its class, an unknown call whose tool never
+        ran (TC-RCN-ASK: the restart case), and its part in a double run."""
+        marks: list[str] = []
+        cs = c[s.CS]
+        record = RECORDS.get(cs)
+        truth = self.truth[c[s.T]][c[s.GPOL]]
+        if record is not None:
+            marks.append(record_witness_id(truth.effect, record))
+            if cs == s.C_UNKNOWN and not s.runs_started(c[s.G]):
+                marks.append("S-UNKNOWN-NEVER-RAN")
+        if not truth.retries_allowed and self.system.runs(c[s.RUNS]):
+            if record is not None and s.last_end(c[s.G]) == s.E_CANCELLED:
+                marks.append("orphan")
+            elif record is None and c[s.G] & s.G_ISREASK:
+                marks.append("reask-running")
+        return tuple(marks)
+
+    # -- eventually -----------------------------------------------------------------------------
+
+    def quiescent_violations(self, state: State) -> list[Violation]:
+        """Where no fair action is left, every call has a record and every unknown call has
+        been reported exactly once."""
+        found: list[Violation] = []
+        for i, c in enumerate(self.system.calls_of(state)):
+            if c[s.CS] not in RECORDS:
+                found.append(Violation("E-EVERY-CALL-RECORDED", i,
+                                       "the call is stuck without a record"))
+            elif c[s.CS] == s.C_UNKNOWN and c[s.REP] != 1:
+                found.append(Violation("E-RECONCILE-ONCE", i,
+                                       f"the unknown call was reported {c[s.REP]} times"))
+        return found
+
+    # -- the rank -------------------------------------------------------------------------------
+
+    def rank(self, state: State) -> int:
+        """A measure every transition strictly decreases, which the explorer checks on every
+        edge: budgets first, then each call's remaining work, each worker's way back to `up`.
+        It proves the state graph has no cycle."""
+        gl = state[: s.NG]
+        total = (gl[s.ASK] + gl[s.RSKB] + gl[s.CR] + gl[s.PT] + gl[s.RS] + gl[s.TO] + gl[s.PC]
+                 + gl[s.JC] + gl[s.FT]) * _BUDGET_WEIGHT
+        nw = self.system.workers
+        for st in state[s.NG: s.NG + nw]:
+            total += _WORKER_RANK[st]
+        memo = self._call_rank
+        for cid in state[s.NG + nw:]:
+            r = memo.get(cid)
+            if r is None:
+                r = self._rank_call(self.system.call(cid))
+                memo[cid] = r
+            total += r
+        return total
+
+    def _rank_call(self, c: Call) -> int:
+        limit = self.max_attempts
+        cs = c[s.CS]
+        r = 0
+        if cs == s.C_AWAIT:
+            r = limit * 20 + 14
+        elif cs == s.C_ATTEMPTING:
+            r = (limit - c[s.NATT]) * 20 + _ATTEMPT_RANK[c[s.AS]]
+        elif cs == s.C_UNKNOWN:
+            r = 2 - c[s.REP]
+        for _, rs, _ in self.system.runs(c[s.RUNS]):
+            r += _RUN_RANK[rs]
+        return r
+
+
+def _a(word: str) -> str:
+    return f"an {word}" if word[0] in "aeiou" else f"a {word}"
+
+
+_BUDGET_WEIGHT = 1_000_000
+_ATTEMPT_RANK = {s.A_NONE: 0, s.A_QUEUED: 13, s.A_HANDED: 12, s.A_STARTED: 8, s.A_RUNNING: 7}
+_RUN_RANK = {s.R_STARTED: 3, s.R_APPLIED: 2, s.R_HELD_OK: 1, s.R_HELD_FAIL: 1}
+_WORKER_RANK = {s.W_UP: 1, s.W_DOWN: 2, s.W_DISC: 3, s.W_CRASHED: 3}

@@ -1,0 +1,235 @@
+"""Counterexamples and witnesses as numbered, readable steps, and as JSON the executor layers
+replay.
+
+The explorer keeps canonical states (workers renamed, calls sorted); a trace replays the path
+on concrete states, so calls keep the numbers they were asked with and workers keep theirs.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from atmostonce.model import system as s
+from atmostonce.model.config import ModelConfig
+from atmostonce.model.explorer import Explorer, Finding
+from atmostonce.model.system import Call, Label, State, System
+from atmostonce.spec.records import Record
+
+TRACE_FORMAT = "atmostonce-trace/1"
+
+
+@dataclass
+class Step:
+    number: int
+    label: Label
+    action: dict[str, Any]
+    text: str
+    changes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Trace:
+    """A path from the initial state: what each step did and what it changed."""
+
+    property: str
+    message: str
+    kind: str
+    steps: list[Step]
+    final: State
+
+    def as_json(self, system: System) -> dict[str, Any]:
+        return {
+            "format": TRACE_FORMAT,
+            "kind": self.kind,
+            "property": self.property,
+            "message": self.message,
+            "config": config_json(system.config),
+            "steps": [step.action for step in self.steps],
+            "final": describe_state(system, self.final),
+        }
+
+    def render(self) -> str:
+        lines = [f"{self.kind} of {self.property}: {self.message}" if self.message
+                 else f"{self.kind} of {self.property}"]
+        if not self.steps:
+            lines.append("  (the initial state)")
+        for step in self.steps:
+            lines.append(f"  {step.number:>2}. {step.text}")
+            for change in step.changes:
+                lines.append(f"      - {change}")
+        return "\n".join(lines)
+
+
+def config_json(c: ModelConfig) -> dict[str, Any]:
+    return {
+        "workers": c.workers, "calls": c.calls, "reasks": c.reasks,
+        "max_attempts": c.max_attempts, "crashes": c.crashes, "partitions": c.partitions,
+        "restarts": c.restarts, "timeouts": c.timeouts, "faults": c.faults,
+        "policy_changes": c.policy_changes, "reconcile_crashes": c.reconcile_crashes,
+        "tools": [t.name for t in c.tools], "fence": c.fence, "ledger": c.ledger,
+        "mutant": c.mutant,
+    }
+
+
+def build(explorer: Explorer, finding: Finding, kind: str) -> Trace:
+    """Replay the explorer's path to `finding` on concrete states."""
+    system = explorer.system
+    canonical_path = [st for _, st in explorer.path(finding.target if finding.label is None
+                                                    else finding.source)]
+    targets = canonical_path[1:]
+    if finding.label is not None and finding.successor is not None:
+        targets.append(system.canonical(finding.successor))
+    state = system.initial()
+    steps: list[Step] = []
+    noted = finding.noted
+    for number, target in enumerate(targets, start=1):
+        last = number == len(targets)
+        for succ in system.successors(state):
+            if last and noted and not any(n.lstrip("!") == finding.property for n in succ.notes):
+                continue
+            if system.canonical(succ.state) == target:
+                steps.append(_step(system, number, state, succ.label, succ.state))
+                state = succ.state
+                break
+        else:  # pragma: no cover - the explorer only stores reachable states
+            raise RuntimeError(f"trace replay lost its way at step {number}")
+    return Trace(finding.property, finding.message, kind, steps, state)
+
+
+def _tool(system: System, t: int) -> str:
+    return system.config.tools[t].name
+
+
+def _call_name(system: System, state: State, i: int) -> str:
+    c = system.calls_of(state)[i]
+    return f"call {i} ({_tool(system, c[s.T])})"
+
+
+def action_json(system: System, state: State, label: Label) -> dict[str, Any]:
+    kind, a, b = label
+    action: dict[str, Any] = {"action": kind}
+    if kind in ("ask", "change_policy"):
+        action["tool"] = _tool(system, a)
+    elif kind in ("crash", "disconnect", "reconnect", "detect", "rejoin"):
+        action["worker"] = a
+    elif kind == "restart":
+        pass
+    else:
+        if a >= 0:
+            action["call"] = a
+        if b >= 0:
+            action["worker"] = b
+    return action
+
+
+_TEXT = {
+    "ask": "the agent's model asks for {tool}",
+    "reask": "the model asks for {call}'s tool again, as a new call",
+    "change_policy": "the developer changes the policy of {tool}",
+    "approve": "a person approves {call}",
+    "reject": "a person rejects {call}",
+    "deadline": "the approval deadline of {call} passes",
+    "expire": "{call}'s attempt times out in the queue before any worker took it",
+    "hand": "the server records {call}'s attempt as handed to worker {worker}, then sends the "
+            "go-ahead",
+    "go": "worker {worker} gets the go-ahead and starts {call}'s tool",
+    "heartbeat": "worker {worker}'s first heartbeat for {call} reaches the server",
+    "time_out": "{call}'s attempt times out on worker {worker}; the server cancels it "
+                "(cooperatively)",
+    "apply": "{call}'s tool on worker {worker} writes its effect to the service",
+    "finish_ok": "{call}'s tool on worker {worker} returns a result",
+    "finish_fail": "{call}'s tool on worker {worker} reports a failure",
+    "crash": "worker {worker} crashes",
+    "disconnect": "worker {worker} loses its connection to the server",
+    "reconnect": "worker {worker}'s connection comes back",
+    "detect": "the heartbeat timeout declares worker {worker} lost",
+    "rejoin": "worker {worker} comes back as a fresh worker",
+    "restart": "the server restarts; every connection drops",
+    "reconcile": "the reconcile job reads the history and reports every unknown call",
+    "reconcile_crash": "the reconcile job reports {call}, then crashes before the send returns",
+}
+
+
+def _step(system: System, number: int, before: State, label: Label, after: State) -> Step:
+    kind, a, b = label
+    action = action_json(system, before, label)
+    words: dict[str, str] = {}
+    if "tool" in action:
+        words["tool"] = f"tool {action['tool']}"
+    if kind in ("crash", "disconnect", "reconnect", "detect", "rejoin"):
+        words["worker"] = str(a)
+    elif a >= 0 and kind not in ("ask", "change_policy", "restart", "reconcile"):
+        words["call"] = _call_name(system, before, a)
+        words["worker"] = str(b)
+    text = _TEXT.get(kind, kind).format(**words)
+    return Step(number, label, action, text[0].upper() + text[1:], diff(system, before, after))
+
+
+def describe_call(system: System, c: Call) -> dict[str, Any]:
+    record = s.RECORD_OF_STATE.get(c[s.CS])
+    out: dict[str, Any] = {
+        "tool": _tool(system, c[s.T]),
+        "call": s.CALL_TOOL.states[c[s.CS]],
+        "attempts": c[s.NATT],
+        "attempt": s.ATTEMPT.states[c[s.AS]],
+        "runs": [f"worker {w}: {s.RUN.states[rs]} (attempt {an})"
+                 for w, rs, an in system.runs(c[s.RUNS])],
+        "tool_ran": s.runs_started(c[s.G]),
+        "handed_out": s.hands(c[s.G]),
+    }
+    if c[s.AW] >= 0:
+        out["attempt_worker"] = c[s.AW]
+    if record is not None:
+        out["record"] = record.value
+        if c[s.FK]:
+            out["error"] = s.FAILURE_OF_INDEX[c[s.FK]].value
+        if record is Record.OUTCOME_UNKNOWN:
+            out["reports"] = c[s.REP]
+    if c[s.ABW] >= 0:
+        out["abandoned_run_on_worker"] = c[s.ABW]
+    return out
+
+
+def describe_state(system: System, state: State) -> dict[str, Any]:
+    ws = state[s.NG: s.NG + system.workers]
+    te = state[s.TE]
+    changed = state[s.TV]
+    return {
+        "workers": [s.WORKER.states[w] for w in ws],
+        "policies": {t.name: "changed" if changed >> i & 1 else "initial"
+                     for i, t in enumerate(system.config.tools)},
+        "calls": [describe_call(system, c) for c in system.calls_of(state)],
+        "effects_by_tool": {t.name: te >> (2 * i) & 3 for i, t in enumerate(system.config.tools)
+                            if t.effect.value != "read"},
+    }
+
+
+def diff(system: System, before: State, after: State) -> list[str]:
+    """What a step changed, field by field, in the model's words."""
+    out: list[str] = []
+    b, a = describe_state(system, before), describe_state(system, after)
+    for w, (x, y) in enumerate(zip(b["workers"], a["workers"], strict=True)):
+        if x != y:
+            out.append(f"worker {w}: {x} -> {y}")
+    for i, call in enumerate(a["calls"]):
+        old = b["calls"][i] if i < len(b["calls"]) else None
+        if old is None:
+            out.append(f"call {i} asked: {call['tool']}, {call['call']}")
+            continue
+        for key in dict.fromkeys([*old, *call]):
+            if old.get(key) != call.get(key):
+                out.append(f"call {i} {key}: {old.get(key)} -> {call.get(key)}")
+    for tool, policy in a["policies"].items():
+        if b["policies"][tool] != policy:
+            out.append(f"policy of {tool}: {b['policies'][tool]} -> {policy}")
+    for tool, count in a["effects_by_tool"].items():
+        if b["effects_by_tool"].get(tool) != count:
+            out.append(f"service of {tool}: effects applied {b['effects_by_tool'].get(tool)} -> "
+                       f"{count}")
+    return out
+
+
+def dump(system: System, traces: list[Trace]) -> str:
+    return json.dumps([t.as_json(system) for t in traces], indent=2)

@@ -1,0 +1,69 @@
+"""The exhaustive check at the default bound: every property of DESIGN holds or is witnessed."""
+
+from __future__ import annotations
+
+import pytest
+
+from atmostonce.model import check
+from atmostonce.model.check import DEFAULT, CheckReport
+from atmostonce.model.properties import Properties
+from atmostonce.model.system import System
+from atmostonce.spec.properties import Kind, of_kind
+
+
+@pytest.fixture(scope="module")
+def report() -> CheckReport:
+    return check.run(DEFAULT, with_findings=False)
+
+
+@pytest.mark.slow
+@pytest.mark.clause("TC-REC-1", "TC-REC-SUCC", "TC-REC-FAIL", "TC-REC-UNK", "TC-REC-NOTRUN",
+                    "TC-REC-EXHAUST-READ", "TC-REC-EXHAUST-OTHER", "TC-KEY-1", "TC-AMO-1",
+                    "TC-AMO-2", "TC-AMO-3", "TC-APR-2", "TC-APR-3", "TC-SNAP-1", "TC-SNAP-2",
+                    "D-5", "D-7", "D-8", "D-9", "D-10", "D-12", "TC-RCN-ONCE")
+def test_every_always_property_holds_on_every_reachable_state(report: CheckReport) -> None:
+    assert report.result.complete
+    assert report.violations == []
+    assert report.result.quiescent > 0
+
+
+@pytest.mark.slow
+@pytest.mark.clause("TC-AMO-4", "TC-REC-LOST", "TC-REC-RETRY", "TC-RCN-ASK", "D-8",
+                    "TC-REC-REJ")
+def test_every_sometimes_property_is_witnessed(report: CheckReport) -> None:
+    wanted = {p.id for p in of_kind(Kind.SOMETIMES)}
+    assert set(report.result.witnesses) == wanted
+    assert report.result.unwitnessed == []
+
+
+@pytest.mark.slow
+@pytest.mark.clause("TC-AMO-3", "TC-AMO-4")
+def test_the_documented_double_run_is_a_cancelled_run_and_a_later_call(
+    report: CheckReport,
+) -> None:
+    trace = report.double_run
+    assert trace is not None
+    actions = [step.action["action"] for step in trace.steps]
+    assert "time_out" in actions
+    assert actions.index("time_out") < actions.index("reask")
+    assert actions[-1] == "go"
+
+
+@pytest.mark.slow
+def test_the_default_bound_fits_the_time_budget(report: CheckReport) -> None:
+    assert report.result.states > 100_000
+    assert report.result.seconds < 60
+
+
+def test_a_bound_too_small_reports_what_it_cannot_witness() -> None:
+    config = DEFAULT.with_(faults=0, reasks=0, policy_changes=0)
+    report = check.run(config, with_findings=False)
+    assert report.result.violations == []
+    assert report.ok == (not Properties(System(config)).wanted - set(report.result.witnesses))
+    assert "S-DOUBLE-RUN" not in Properties(System(config)).wanted
+
+
+def test_check_stops_with_an_incomplete_verdict_at_max_states() -> None:
+    report = check.run(DEFAULT, max_states=500, with_findings=False)
+    assert not report.result.complete
+    assert not report.ok
