@@ -228,6 +228,9 @@ class StartTimer(Command):
     delay: float
     kind: TimerKind
     subject: str
+    key: str = ""
+    """The key of the call the timer concerns, if any (harnesses map timers to calls by it;
+    when empty, an attempt id is expected to start with the call's key and '#')."""
 
 
 @dataclass(frozen=True)

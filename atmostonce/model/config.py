@@ -26,14 +26,15 @@ class ToolSpec:
     def effect(self) -> EffectClass:
         return self.policy.effect
 
+    def changed_policy(self) -> ToolPolicy:
+        """The policy the tool gets when the developer changes it (TC-SNAP-2)."""
+        if self.effect is EffectClass.UNCLASSIFIED:
+            return ToolPolicy(EffectClass.IDEMPOTENT_WRITE)
+        return ToolPolicy(self.effect, not resolve_policy(self.policy).requires_approval)
+
     def variant(self, changed: bool) -> EffectivePolicy:
         """The effective policy before (`changed` false) or after a policy change."""
-        base = resolve_policy(self.policy)
-        if not changed:
-            return base
-        if self.effect is EffectClass.UNCLASSIFIED:
-            return resolve_policy(ToolPolicy(EffectClass.IDEMPOTENT_WRITE))
-        return resolve_policy(ToolPolicy(self.effect, not base.requires_approval))
+        return resolve_policy(self.changed_policy() if changed else self.policy)
 
 
 def parse_tool(text: str) -> ToolSpec:

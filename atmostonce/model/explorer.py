@@ -77,6 +77,7 @@ class Explorer:
         progress: Progress | None = None,
         progress_every: float = 2.0,
         goal: Callable[[State], bool] | None = None,
+        max_depth: int | None = None,
     ) -> None:
         self.system = system
         self.properties = Properties(system)
@@ -85,6 +86,7 @@ class Explorer:
         self.progress = progress
         self.progress_every = progress_every
         self.goal = goal
+        self.max_depth = max_depth
         self.goal_found: int | None = None
         self.states: list[State] = []
         self.parent = array("l")
@@ -144,6 +146,10 @@ class Explorer:
             if i == depth_end:
                 depth += 1
                 depth_end = len(states)
+                if self.max_depth is not None and depth >= self.max_depth:
+                    result.complete = False
+                    result.stopped_reason = f"stopped at depth {self.max_depth}"
+                    break
             s = states[i]
             r = ranks[i]
             fair_enabled = False

@@ -698,7 +698,8 @@ class System:
                     n[G] |= G_HB
                     out.append(("heartbeat", c[AW], self.intern(tuple(n)), (), -1, _NO_NOTES,
                                 True))
-                if to_ok:
+                if to_ok and a == A_RUNNING:
+                    # The run timeout counts from the worker's first message (start-to-close).
                     notes = []
                     n = list(c)
                     self._abandon(n, c[AW])

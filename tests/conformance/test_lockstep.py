@@ -1,0 +1,53 @@
+"""The reference executor and the model, in lockstep: every observable step of the executor is
+one the model allows, and both agree on records, hand-outs, reports and effects."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+
+from atmostonce.check.conformance import Lockstep, replay_schedules
+from atmostonce.executor import reference
+from atmostonce.model.check import DEFAULT
+from atmostonce.model.config import ModelConfig
+
+SMALL = DEFAULT.with_(faults=1)
+
+
+@pytest.mark.slow
+@pytest.mark.clause("TC-REC-1", "TC-AMO-1", "TC-KEY-1", "D-5", "D-8", "TC-SNAP-1",
+                    "TC-RCN-ONCE", "TC-APR-2")
+def test_every_schedule_within_the_depth_agrees_with_the_model() -> None:
+    result = replay_schedules(SMALL, reference, depth=9)
+    assert result.schedules > 1000
+    assert result.disagreements == [], result.disagreements[:1]
+
+
+class ExecutorMatchesModel(RuleBasedStateMachine):
+    """Drives the reference executor and the model together, one enabled model step at a time;
+    Hypothesis shrinks a disagreement to the shortest program that shows it."""
+
+    config: ModelConfig = DEFAULT
+
+    @initialize()
+    def start(self) -> None:
+        self.lock = Lockstep(self.config, reference)
+
+    @rule(choice=st.integers(min_value=0, max_value=10_000))
+    def step(self, choice: int) -> None:
+        labels = self.lock.enabled()
+        if labels:
+            self.lock.step(labels[choice % len(labels)])
+
+    @invariant()
+    def agrees(self) -> None:
+        if hasattr(self, "lock"):
+            self.lock.compare()
+
+
+ExecutorMatchesModel.TestCase.settings = settings(
+    max_examples=60, stateful_step_count=40, deadline=None)
+TestExecutorMatchesModel = pytest.mark.clause("TC-REC-1", "TC-AMO-3", "D-4")(
+    ExecutorMatchesModel.TestCase)
