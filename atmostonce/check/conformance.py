@@ -25,7 +25,7 @@ from atmostonce.model.explorer import Explorer
 from atmostonce.model.system import Label, State, System
 from atmostonce.spec.policy import EffectClass
 from atmostonce.spec.reconcile import pending_reports, report_text
-from atmostonce.spec.records import failure_text
+from atmostonce.spec.records import RejectReason, failure_text, reject_text
 from atmostonce.spec.session import ToolCallStatus
 
 SESSION = "s"
@@ -102,6 +102,44 @@ class Lockstep:
         getattr(self, f"_do_{kind}")(label)
         if kind != "hand":
             self._advance(label)
+        self.compare()
+        if kind in ("approve", "reject", "deadline"):
+            self._probe_answers(label[1])
+        elif kind in ("ask", "reask"):
+            self._probe_answers(len(self.keys) - 1)
+        self._probe_polls()
+
+    def _probe_polls(self) -> None:
+        """When the model hands out nothing, every idle worker that is up gets no work: this
+        is where a fence, an approval or a record must hold an attempt back."""
+        if any(label[0] == "hand" for label in self.enabled()):
+            return
+        busy = {run.worker for run in self.runs.values()} | set(self.sent)
+        for w, worker in enumerate(self.workers):
+            if worker.connection != "up" or worker.name in busy:
+                continue
+            if self.state[m.NG + w] != m.W_UP:
+                continue
+            self._send(p.Poll(self.clock, worker.name))
+            handed = self.sent.pop(worker.name, None)
+            if handed is not None:
+                raise Disagreement(f"worker {worker.name} polled and got {handed[0]}, but the "
+                                   "model hands out nothing here")
+
+    def _probe_answers(self, i: int) -> None:
+        """Answers that come too late, twice, or for a call that needs none change nothing and
+        are refused (D-7); only a call still waiting takes an answer."""
+        if self.system.calls_of(self.state)[i][m.CS] == m.C_AWAIT:
+            return
+        for approve in (True, False):
+            self.requests += 1
+            request = f"r{self.requests}"
+            self._send(p.Answer(self.clock, request, self.keys[i], approve))
+            reply = self.replies.get(request)
+            if reply is None or reply.ok:
+                verb = "approval" if approve else "rejection"
+                raise Disagreement(f"the executor accepted a late {verb} of call {i} "
+                                   f"({self.keys[i]}): {reply}")
         self.compare()
 
     def _advance(self, label: Label) -> None:
@@ -300,7 +338,10 @@ class Lockstep:
         was = worker.connection
         worker.connection = "up"
         if was == "restart-cut":
-            self._send(p.Connected(self.clock, worker.name))
+            running = tuple(run.attempt for run in self.runs.values()
+                            if run.worker == worker.name)
+            running += tuple(e.attempt for e in worker.held if isinstance(e, p.Finished))
+            self._send(p.Connected(self.clock, worker.name, running))
         held, worker.held = worker.held, []
         for event in held:
             self._send(event)
@@ -364,6 +405,11 @@ class Lockstep:
                 if not view.error.startswith(opening):
                     raise Disagreement(f"call {i} ({key}) failed with {view.error!r}, the model "
                                        f"says {opening!r}")
+            if c[m.CS] == m.C_REJECTED:
+                reason = RejectReason.DEADLINE if c[m.G] & m.G_DEADLINE else RejectReason.PERSON
+                if view.error != reject_text(reason):
+                    raise Disagreement(f"call {i} ({key}) was rejected with {view.error!r}, "
+                                       f"the model says {reject_text(reason)!r}")
             hands = m.hands(c[m.G])
             if self.hand_outs.get(key, 0) != hands:
                 raise Disagreement(f"call {i} ({key}) was handed out "

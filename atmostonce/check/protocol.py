@@ -121,9 +121,13 @@ class UserMessage(Event):
 
 @dataclass(frozen=True)
 class Connected(Event):
-    """A worker process connected (at start, or coming back as a fresh worker)."""
+    """A worker process connected: at start, as a fresh worker, or again after a server
+    restart, when `running` lists the attempts whose runs it still has (going, or finished
+    with a result not yet delivered); any other run the executor thought might go on at that
+    worker is over."""
 
     worker: str
+    running: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -114,6 +114,7 @@ G_APPROVED = 1 << 9
 G_KEYBAD = 1 << 10
 G_LEND_SHIFT, G_LEND_MASK = 11, 7
 G_HB = 1 << 14
+G_DEADLINE = 1 << 15  # rejected because the approval deadline passed, not by a person
 
 Call = tuple[int, ...]
 Run = tuple[int, int, int]  # (worker, run state, attempt number)
@@ -492,12 +493,14 @@ class System:
         c[G] = g
 
     def _abandon(self, c: list[int], worker: int) -> None:
-        """The server gives up on the current attempt while its run may go on (TC-AMO-3)."""
+        """The server gives up on the current attempt while its run may go on (TC-AMO-3). It
+        cannot know whether the run exists, so for a single-attempt call it counts the run as
+        possibly going until the worker says otherwise or is declared lost (D-6)."""
         for w, rs, _ in self._runsets[c[RUNS]]:
             if w == worker:
                 self._fire(RUN, rs, "cancel")
-                if self.single[c[T]][c[POL]]:
-                    c[ABW] = worker
+        if self.single[c[T]][c[POL]]:
+            c[ABW] = worker
 
     def _deliver(self, c: list[int], w: int, attempt_no: int, ok: bool,
                  notes: list[str]) -> None:
@@ -665,6 +668,8 @@ class System:
                     n[AS] = self._fire(ATTEMPT, A_NONE, "schedule")
                 else:
                     n[G] = _bump(n[G], G_RECW_SHIFT, G_RECW_MASK)
+                    if what == "deadline":
+                        n[G] |= G_DEADLINE
                 out.append((what, -1, self.intern(tuple(n)), (), -1, _NO_NOTES, fair))
         elif cst == C_ATTEMPTING:
             a = c[AS]
@@ -827,6 +832,8 @@ class System:
                 for _, rs, an in held:
                     self._fire(RUN, rs, "deliver")
                     self._deliver(n, w, an, rs == R_HELD_OK, notes)
+            if n[ABW] == w and not any(run[0] == w for run in self._runsets[n[RUNS]]):
+                n[ABW] = -1  # the worker says what it still runs when it reconnects
         elif event == "restart" and c[AS] in A_OUT:
             self._abandon(n, c[AW])
             self._end_attempt(n, E_LOST_RESTART, notes)
