@@ -80,6 +80,8 @@ class Lockstep:
         self.business: set[str] = set()
         self.requests = 0
         self.log: list[str] = []
+        self.diverged = False
+        """The executor chose another queued attempt than the schedule named (allowed)."""
         self._setup()
 
     # -- driving ------------------------------------------------------------------------------
@@ -267,10 +269,11 @@ class Lockstep:
         if handed is None:
             raise Disagreement(f"worker {worker.name} polled and got no work, but the model "
                                f"hands it call {label[1]}'s attempt")
-        attempt, key = handed
+        key = handed[1]
         if key not in self.keys:
             raise Disagreement(f"the go-ahead names an unknown key {key!r}")
         chosen: Label = ("hand", self.keys.index(key), label[2])
+        self.diverged = self.diverged or chosen != label
         self.hand_outs[key] = self.hand_outs.get(key, 0) + 1
         if chosen not in self.enabled():
             raise Disagreement(f"the executor handed call {chosen[1]}'s attempt to "
@@ -368,21 +371,23 @@ class Lockstep:
                 worker.connection = "restart-cut"
         self._carry_out(self.executor.recover(list(self.journal), self.clock))
 
-    def _report(self, only_first: bool) -> None:
+    def _report(self, only: str | None) -> None:
+        """The reconcile job: every pending report, or only the one for key `only` before it
+        crashes."""
         snapshot = self.executor.snapshot(SESSION)
         for pending in pending_reports(SESSION, snapshot.messages):
+            if only is not None and pending.key != only:
+                continue
             self.requests += 1
             request = f"r{self.requests}"
             self._send(p.UserMessage(self.clock, request, SESSION,
                                      report_text("the harness", "checked", pending.key)))
-            if only_first:
-                return
 
     def _do_reconcile(self, label: Label) -> None:
-        self._report(only_first=False)
+        self._report(None)
 
     def _do_reconcile_crash(self, label: Label) -> None:
-        self._report(only_first=True)
+        self._report(self.keys[label[1]])
 
     # -- comparison ----------------------------------------------------------------------------
 
@@ -465,6 +470,8 @@ class ConformanceResult:
     depth: int
     schedules: int = 0
     steps: int = 0
+    diverged: int = 0
+    """Schedules cut short where the executor picked another (allowed) queued attempt."""
     disagreements: list[tuple[list[str], str]] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -510,6 +517,9 @@ def replay_schedules(config: ModelConfig, factory: p.ExecutorFactory, depth: int
             for label in labels:
                 lock.step(label)
                 result.steps += 1
+                if lock.diverged:
+                    result.diverged += 1
+                    break
         except Disagreement as error:
             result.disagreements.append((lock.log, str(error)))
             if stop_at_first:

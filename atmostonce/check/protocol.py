@@ -54,7 +54,8 @@ class ExecutorConfig:
     queue_timeout: float = 30.0
     """An attempt no worker took within this time ends as never reached (schedule-to-start)."""
     run_timeout: float = 60.0
-    """An attempt still running this long after `Started` is cancelled (start-to-close)."""
+    """An attempt still out this long is cancelled; counted from the hand-out, and again from
+    `Started` (start-to-close)."""
     heartbeat_timeout: float = 10.0
     """A worker silent this long is declared lost."""
     lease: float = 5.0

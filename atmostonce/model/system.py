@@ -871,8 +871,8 @@ class System:
                         ids: tuple[int, ...], calls: list[Call]) -> None:
         """The reconcile job (TC-RCN-ONCE) runs once the turn's calls have records: it reads
         the history, then sends one report per unknown call no user message names yet. It
-        may also crash right after its first send, before the send returns; it is then simply
-        run again."""
+        may also crash right after one send, before the send returns; it is then simply run
+        again."""
         reads = self.protocol.reconcile_reads_history
         todo = [i for i, c in enumerate(calls)
                 if c[CS] == C_UNKNOWN and (c[REP] == 0 or (not reads and c[REP] < 2))]
@@ -886,8 +886,8 @@ class System:
         if gl[JC] > 0:
             gl2 = list(gl)
             gl2[JC] -= 1
-            first = todo[0]
-            c = calls[first]
-            crashed = ids[:first] + (self.intern(c[:REP] + (c[REP] + 1,) + c[REP + 1:]),) + \
-                ids[first + 1:]
-            emit(("reconcile_crash", first, -1), gl2, ws, crashed, [], False)
+            for first in todo:
+                c = calls[first]
+                crashed = ids[:first] + (self.intern(c[:REP] + (c[REP] + 1,) + c[REP + 1:]),) \
+                    + ids[first + 1:]
+                emit(("reconcile_crash", first, -1), gl2, ws, crashed, [], False)

@@ -1,0 +1,285 @@
+"""Deliberately broken executors: each overrides one small method of the reference executor,
+breaks one clause, and names the property that must catch it.
+
+Each is a factory with the `ExecutorFactory` signature, so `atmostonce verify --executor
+atmostonce.check.mutants:NAME` checks it like any engine; a checking layer that passes one of
+these is broken.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from atmostonce.check.protocol import (
+    Command,
+    Executor,
+    ExecutorConfig,
+    ExecutorFactory,
+    Finished,
+    GoAhead,
+    Persist,
+    Publish,
+    StartTimer,
+    TimerKind,
+)
+from atmostonce.executor import journal
+from atmostonce.executor.core import ReferenceExecutor
+from atmostonce.executor.state import Attempt, Call, Session
+from atmostonce.executor.timers import timer_id
+from atmostonce.executor.views import tool_message
+from atmostonce.spec.approval import ApprovalEvent, ApprovalReply, ApprovalState
+from atmostonce.spec.errors import SpecError
+from atmostonce.spec.policy import EffectivePolicy
+from atmostonce.spec.records import (
+    AttemptEnd,
+    Decision,
+    FailureKind,
+    Outcome,
+    Record,
+    decide,
+)
+from atmostonce.spec.session import ToolCallFinished, ToolCallStatus
+
+
+@dataclass(frozen=True)
+class ExecutorMutant:
+    """A broken executor: which clause it breaks, what it does, and which property must
+    catch it."""
+
+    name: str
+    factory: ExecutorFactory
+    clause: str
+    summary: str
+    expect: str
+
+    @property
+    def path(self) -> str:
+        """The `module:function` path `atmostonce verify --executor` takes."""
+        return f"{__name__}:{self.name}"
+
+
+class _RetryNonIdempotent(ReferenceExecutor):
+    def decision(self, call: Call, end: AttemptEnd) -> Decision:
+        if end is AttemptEnd.WORKER_LOST and self.single(call) and call.attempts_made == 1:
+            return Decision(True, None, None)
+        return super().decision(call, end)
+
+
+class _SecondWorker(ReferenceExecutor):
+    def lose_attempt(self, attempt: Attempt, at: float, out: list[Command],
+                     may_go_on: bool) -> None:
+        self.state.requeue(attempt)
+
+
+class _DidNotRunAfterReach(ReferenceExecutor):
+    def decision(self, call: Call, end: AttemptEnd) -> Decision:
+        if end is AttemptEnd.WORKER_LOST:
+            policy = self.policy_of(call)
+            return decide(policy.effect, AttemptEnd.NOT_REACHED, call.attempts_made,
+                          self.max_attempts(policy), False)
+        return super().decision(call, end)
+
+
+class _ApprovalDefaultIgnored(ReferenceExecutor):
+    def resolve(self, tool: str, session: Session) -> EffectivePolicy:
+        policy = super().resolve(tool, session)
+        registered = self.state.policies.get(tool)
+        explicit = registered is not None and registered.policy is not None and \
+            registered.policy.requires_approval is True
+        return replace(policy, requires_approval=explicit)
+
+
+class _PolicyChangeAppliesToAskedCalls(ReferenceExecutor):
+    def policy_of(self, call: Call) -> EffectivePolicy:
+        return self.resolve(call.tool, call.session)
+
+
+class _RecordOverwritten(ReferenceExecutor):
+    def late_finished(self, event: Finished, out: list[Command]) -> None:
+        super().late_finished(event, out)
+        call = self.state.calls.get(event.attempt.rpartition("#")[0])
+        if call is None or not event.ok or call.outcome is None or \
+                call.outcome.record not in (Record.FAILED, Record.OUTCOME_UNKNOWN):
+            return
+        call.outcome, call.output = Outcome(Record.SUCCEEDED, ""), event.output
+        out.append(Persist(journal.record_entry(event.at, call.key, call.outcome,
+                                                event.output)))
+        out.append(Publish(ToolCallFinished(call.session.session_id, call.turn_id,
+                                            call.tool_call_id, ToolCallStatus.SUCCEEDED)))
+        call.session.messages.append(tool_message(call, call.outcome, event.output))
+
+
+class _NewKeyOnRetry(ReferenceExecutor):
+    def key_for(self, attempt: Attempt) -> str:
+        key = super().key_for(attempt)
+        return key if attempt.number == 1 else f"{key}-retry-{attempt.number}"
+
+
+class _FenceIgnored(ReferenceExecutor):
+    def fenced(self, attempt: Attempt) -> bool:
+        return False
+
+
+class _GoAheadBeforePersist(ReferenceExecutor):
+    def hand_out_commands(self, persist: Persist, go: GoAhead) -> list[Command]:
+        return [go, persist]
+
+
+class _RetryAfterUnknown(ReferenceExecutor):
+    def finalize(self, call: Call, outcome: Outcome, output: str, at: float,
+                 out: list[Command]) -> None:
+        recorded = call.outcome is not None
+        super().finalize(call, outcome, output, at, out)
+        if not recorded and outcome.record is Record.OUTCOME_UNKNOWN:
+            self.queue_attempt(call, at, out)
+
+
+class _CancelSaysDidNotRun(ReferenceExecutor):
+    def decision(self, call: Call, end: AttemptEnd) -> Decision:
+        if end is AttemptEnd.CANCELLED and self.single(call):
+            return Decision(False, Record.FAILED, FailureKind.DID_NOT_RUN)
+        return super().decision(call, end)
+
+
+class _ApproveAfterDeadline(ReferenceExecutor):
+    def approval_answer(self, state: ApprovalState,
+                        event: ApprovalEvent) -> tuple[ApprovalState, ApprovalReply]:
+        if state is ApprovalState.EXPIRED and event is ApprovalEvent.APPROVE:
+            return ApprovalState.APPROVED, ApprovalReply.ACCEPTED
+        return super().approval_answer(state, event)
+
+
+class _RestartRequeuesHanded(ReferenceExecutor):
+    def recover_handed(self, attempt: Attempt, at: float, out: list[Command]) -> None:
+        self.state.requeue(attempt)
+        out.append(StartTimer(timer_id(TimerKind.QUEUE_TIMEOUT, attempt.id),
+                              self.config.queue_timeout, TimerKind.QUEUE_TIMEOUT, attempt.id,
+                              attempt.call.key))
+
+
+def retry_non_idempotent(config: ExecutorConfig) -> Executor:
+    """A single-attempt call whose worker was lost gets a second attempt (TC-EFF-NONIDEM)."""
+    return _RetryNonIdempotent(config)
+
+
+def second_worker(config: ExecutorConfig) -> Executor:
+    """An attempt whose worker was lost is queued again and handed, under the same attempt
+    id, to another worker (TC-AMO-1)."""
+    return _SecondWorker(config)
+
+
+def did_not_run_after_reach(config: ExecutorConfig) -> Executor:
+    """An attempt lost after its hand-out is decided as if it never reached a worker
+    (TC-REC-NOTRUN, D-5)."""
+    return _DidNotRunAfterReach(config)
+
+
+def approval_default_ignored(config: ExecutorConfig) -> Executor:
+    """Only an explicit requires_approval=true makes a call wait; the class default is
+    ignored (TC-APR-2)."""
+    return _ApprovalDefaultIgnored(config)
+
+
+def policy_change_applies_to_asked_calls(config: ExecutorConfig) -> Executor:
+    """Decisions read the tool's current policy instead of the one kept at ask time
+    (TC-SNAP-1)."""
+    return _PolicyChangeAppliesToAskedCalls(config)
+
+
+def record_overwritten(config: ExecutorConfig) -> Executor:
+    """A successful result arriving after a failed or unknown record replaces it and is
+    published again (TC-REC-1)."""
+    return _RecordOverwritten(config)
+
+
+def new_key_on_retry(config: ExecutorConfig) -> Executor:
+    """The go-ahead of a second or later attempt carries a different idempotency key
+    (TC-KEY-1)."""
+    return _NewKeyOnRetry(config)
+
+
+def fence_ignored(config: ExecutorConfig) -> Executor:
+    """The fence is never consulted, even when the option is on (D-6)."""
+    return _FenceIgnored(config)
+
+
+def go_ahead_before_persist(config: ExecutorConfig) -> Executor:
+    """The go-ahead is sent before the hand-out is persisted (D-5)."""
+    return _GoAheadBeforePersist(config)
+
+
+def retry_after_unknown(config: ExecutorConfig) -> Executor:
+    """A call recorded outcome_unknown is queued for another attempt (TC-RCN-1)."""
+    return _RetryAfterUnknown(config)
+
+
+def cancel_says_did_not_run(config: ExecutorConfig) -> Executor:
+    """A cancelled single-attempt call records the 'did not run, safe to call again'
+    wording (D-4)."""
+    return _CancelSaysDidNotRun(config)
+
+
+def approve_after_deadline(config: ExecutorConfig) -> Executor:
+    """An approval arriving after the deadline rejected the call is accepted and the call
+    runs (D-7)."""
+    return _ApproveAfterDeadline(config)
+
+
+def restart_requeues_handed(config: ExecutorConfig) -> Executor:
+    """After a restart, attempts that were out at a worker are queued again as if they had
+    never been handed out (D-8)."""
+    return _RestartRequeuesHanded(config)
+
+
+_MUTANTS: tuple[ExecutorMutant, ...] = (
+    ExecutorMutant("retry_non_idempotent", retry_non_idempotent, "TC-EFF-NONIDEM",
+                   "a single-attempt call whose worker was lost gets a second attempt",
+                   "A-ONE-ATTEMPT"),
+    ExecutorMutant("second_worker", second_worker, "TC-AMO-1",
+                   "a lost attempt is handed again, under the same id, to another worker",
+                   "A-ONE-WORKER"),
+    ExecutorMutant("did_not_run_after_reach", did_not_run_after_reach, "TC-REC-NOTRUN",
+                   "an attempt lost after its hand-out is decided as never reached",
+                   "A-DID-NOT-RUN-TRUE"),
+    ExecutorMutant("approval_default_ignored", approval_default_ignored, "TC-APR-2",
+                   "only an explicit requires_approval=true makes a call wait",
+                   "A-APPROVAL"),
+    ExecutorMutant("policy_change_applies_to_asked_calls",
+                   policy_change_applies_to_asked_calls, "TC-SNAP-1",
+                   "decisions read the tool's current policy, not the one kept at ask time",
+                   "A-ONE-ATTEMPT"),
+    ExecutorMutant("record_overwritten", record_overwritten, "TC-REC-1",
+                   "a late successful result replaces a failed or unknown record",
+                   "A-ONE-RECORD"),
+    ExecutorMutant("new_key_on_retry", new_key_on_retry, "TC-KEY-1",
+                   "a retry's go-ahead carries a different idempotency key", "A-SAME-KEY"),
+    ExecutorMutant("fence_ignored", fence_ignored, "D-6",
+                   "with the fence on, a new call of the tool starts while an abandoned run "
+                   "may still go on", "A-FENCE"),
+    ExecutorMutant("go_ahead_before_persist", go_ahead_before_persist, "D-5",
+                   "the go-ahead is sent before the hand-out is durable",
+                   "A-DID-NOT-RUN-TRUE"),
+    ExecutorMutant("retry_after_unknown", retry_after_unknown, "TC-RCN-1",
+                   "a call recorded outcome_unknown gets another attempt",
+                   "A-NO-ATTEMPT-AFTER-UNKNOWN"),
+    ExecutorMutant("cancel_says_did_not_run", cancel_says_did_not_run, "D-4",
+                   "a cancelled single-attempt call is recorded as never run",
+                   "A-DID-NOT-RUN-TRUE"),
+    ExecutorMutant("approve_after_deadline", approve_after_deadline, "D-7",
+                   "an approval after the deadline is accepted and the call runs",
+                   "A-APPROVAL"),
+    ExecutorMutant("restart_requeues_handed", restart_requeues_handed, "D-8",
+                   "after a restart an attempt that was out at a worker is handed out again",
+                   "A-ONE-WORKER"),
+)
+
+EXECUTOR_MUTANTS: dict[str, ExecutorMutant] = {m.name: m for m in _MUTANTS}
+
+
+def get(name: str) -> ExecutorMutant:
+    """The executor mutant called `name`; SpecError naming the known ones otherwise."""
+    mutant = EXECUTOR_MUTANTS.get(name)
+    if mutant is None:
+        known = ", ".join(EXECUTOR_MUTANTS)
+        raise SpecError(f"unknown executor mutant {name!r} (known: {known})")
+    return mutant

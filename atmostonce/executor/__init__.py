@@ -1,0 +1,21 @@
+"""The reference executor: a sans-IO core that runs an agent's tool calls by the spec's rules.
+
+`reference(config)` is the factory `atmostonce verify --executor atmostonce.executor:reference`
+loads. The core is split by job: `state` (the tables), `journal` (the persisted entries),
+`recovery` (the fold that rebuilds the tables from them), `views` (the session API's shapes),
+`timers` (timer ids) and `core` (the rules, one small method each). It imports `atmostonce.spec`
+and `atmostonce.check.protocol` only, never the model it is checked against.
+"""
+
+from __future__ import annotations
+
+from atmostonce.check.protocol import Executor, ExecutorConfig
+from atmostonce.executor.core import ReferenceExecutor
+
+
+def reference(config: ExecutorConfig) -> Executor:
+    """A fresh reference executor with the given options (D-5, D-6, D-8, D-12)."""
+    return ReferenceExecutor(config)
+
+
+__all__ = ["ReferenceExecutor", "reference"]
