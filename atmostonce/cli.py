@@ -62,7 +62,15 @@ def cmd_verify(args: argparse.Namespace) -> int:
     progress: Callable[[str], None] = (lambda _: None) if args.json else (
         lambda what: _stderr(f"... {what}")
     )
-    results = verify.run(verify.ALL_CHECKS, progress)
+    from atmostonce.check.loading import load_factory
+
+    factory = load_factory(args.executor)
+    layers = tuple(part.strip() for part in args.layers.split(",")) if args.layers \
+        else verify.LAYERS
+    unknown = [layer for layer in layers if layer not in verify.LAYERS]
+    if unknown:
+        raise SpecError(f"unknown layer {unknown[0]!r} (known: {', '.join(verify.LAYERS)})")
+    results = verify.run(verify.plan(args.executor, factory, layers), progress)
     passed = all(r.ok for r in results)
     if args.json:
         print(json.dumps({
@@ -70,14 +78,15 @@ def cmd_verify(args: argparse.Namespace) -> int:
             "checks": [r.as_json() for r in results],
         }, indent=2))
     else:
-        print("atmostonce verify: the reference executor against the Tool Calls specification")
+        print(f"atmostonce verify: {args.executor} against the Tool Calls specification")
         for r in results:
             print(f"  [{'ok' if r.ok else 'FAIL':>4}] {r.layer:<6} {r.name}: {r.summary}")
             for line in r.details:
                 print(f"         - {line}")
         failed = sum(1 for r in results if not r.ok)
+        checks = "check" if len(results) == 1 else "checks"
         print(f"verdict: {'PASS' if passed else 'FAIL'} "
-              f"({len(results)} checks, {failed} failed)")
+              f"({len(results)} {checks}, {failed} failed)")
     return EXIT_OK if passed else EXIT_FAILED
 
 
@@ -216,9 +225,18 @@ def build_parser() -> argparse.ArgumentParser:
     verify = sub.add_parser(
         "verify", help="run every verification layer and print a verdict",
         description="Run every layer (the spec's clause coverage and CrossHair proofs, the "
-        "exhaustive model check at the default bound) and print a verdict; exit 0 only when "
-        "everything holds.",
+        "exhaustive model check at the default bound, conformance of the executor to the model "
+        "over every schedule within a depth) and print a verdict; exit 0 only when everything "
+        "holds, 1 with the counterexample when the executor breaks the spec, 2 when the "
+        "executor path cannot be loaded.",
     )
+    verify.add_argument("--executor", default="atmostonce.executor:reference",
+                        metavar="MODULE:FACTORY",
+                        help="the executor to check: a factory taking an ExecutorConfig and "
+                        "returning an atmostonce.check.protocol.Executor (default: the "
+                        "reference executor)")
+    verify.add_argument("--layers", metavar="LIST",
+                        help="comma-separated layers to run (default: all of them)")
     verify.add_argument("--json", action="store_true", help="print one JSON object")
     verify.set_defaults(func=cmd_verify)
 

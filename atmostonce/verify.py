@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from atmostonce.check import coverage, proofs
+from atmostonce.check.protocol import ExecutorFactory
 
 
 @dataclass
@@ -95,16 +96,59 @@ def check_model() -> CheckResult:
     )
 
 
+CONFORMANCE_DEPTH = 9
+"""Schedules are replayed up to this many model steps (every state within it, each by its
+shortest schedule), once with the fence off and once with it on."""
+
+
+def check_conformance(path: str, factory: ExecutorFactory) -> CheckResult:
+    """The executor, driven in lockstep with the model over every schedule within the depth,
+    does only what the model allows and agrees with it on every observable."""
+    from atmostonce.check.conformance import replay_schedules
+    from atmostonce.model.check import DEFAULT
+
+    details: list[str] = []
+    schedules = steps = 0
+    seconds = 0.0
+    for config in (DEFAULT, DEFAULT.with_(fence=True)):
+        result = replay_schedules(config, factory, CONFORMANCE_DEPTH)
+        schedules += result.schedules
+        steps += result.steps
+        seconds += result.seconds
+        for log, message in result.disagreements[:1]:
+            details.append(f"{message} (fence {'on' if config.fence else 'off'})")
+            details.append("schedule: " + " -> ".join(log))
+        if details:
+            break
+    return CheckResult(
+        "conformance", "model-generated schedules", not details,
+        f"{schedules:,} schedules, {steps:,} steps within depth {CONFORMANCE_DEPTH} on "
+        f"{path}, {seconds:.1f} s; {'0 disagreements' if not details else 'DISAGREES'}",
+        details,
+        {"schedules": schedules, "steps": steps, "depth": CONFORMANCE_DEPTH,
+         "seconds": seconds, "executor": path},
+    )
+
+
 Check = Callable[[], CheckResult]
-
-SPEC_CHECKS: tuple[Check, ...] = (check_clause_coverage, check_proofs)
-MODEL_CHECKS: tuple[Check, ...] = (check_model,)
-ALL_CHECKS: tuple[Check, ...] = SPEC_CHECKS + MODEL_CHECKS
+LAYERS = ("spec", "model", "conformance")
 
 
-def run(checks: tuple[Check, ...], progress: Callable[[str], None]) -> list[CheckResult]:
+def plan(path: str, factory: ExecutorFactory, layers: tuple[str, ...] = LAYERS
+         ) -> list[tuple[str, Check]]:
+    """The checks of the chosen layers, in order, each with a name for progress lines."""
+    checks: list[tuple[str, str, Check]] = [
+        ("spec", "clause coverage", check_clause_coverage),
+        ("spec", "CrossHair proofs", check_proofs),
+        ("model", "exhaustive model check", check_model),
+        ("conformance", "conformance", lambda: check_conformance(path, factory)),
+    ]
+    return [(name, check) for layer, name, check in checks if layer in layers]
+
+
+def run(checks: list[tuple[str, Check]], progress: Callable[[str], None]) -> list[CheckResult]:
     results: list[CheckResult] = []
-    for check in checks:
-        progress(check.__name__.removeprefix("check_").replace("_", " "))
+    for name, check in checks:
+        progress(name)
         results.append(check())
     return results

@@ -1,0 +1,57 @@
+"""Loading an executor under test from a `module:factory` path, as every command takes it.
+
+Anything wrong with the path is bad input: a SpecError with one line that says what (the CLI
+turns it into exit code 2).
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+
+from atmostonce.check.protocol import Executor, ExecutorConfig, ExecutorFactory
+from atmostonce.spec.errors import SpecError
+
+DEFAULT_EXECUTOR = "atmostonce.executor:reference"
+
+_PATH = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*:[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*$")
+
+
+def load_factory(path: str) -> ExecutorFactory:
+    """The factory at `path` (`package.module:function`), checked by building one executor with
+    the default configuration and testing it against the `Executor` protocol."""
+    if not isinstance(path, str) or not _PATH.match(path):
+        raise SpecError(
+            f"malformed executor path {path!r}: expected module:factory, such as "
+            f"{DEFAULT_EXECUTOR}"
+        )
+    module_name, _, attribute = path.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as error:
+        raise SpecError(
+            f"cannot import executor module {module_name!r}: {type(error).__name__}: {error}"
+        ) from None
+    target: object = module
+    for part in attribute.split("."):
+        if not hasattr(target, part):
+            raise SpecError(f"executor module {module_name!r} has no attribute {attribute!r}")
+        target = getattr(target, part)
+    if not callable(target):
+        raise SpecError(f"executor factory {path!r} is not callable")
+    try:
+        built = target(ExecutorConfig())
+    except Exception as error:
+        raise SpecError(
+            f"executor factory {path!r} failed to build an executor: "
+            f"{type(error).__name__}: {error}"
+        ) from None
+    if not isinstance(built, Executor):
+        missing = [name for name in ("handle", "recover", "snapshot")
+                   if not callable(getattr(built, name, None))]
+        raise SpecError(
+            f"executor factory {path!r} returned a {type(built).__name__}, which does not "
+            f"satisfy atmostonce.check.protocol.Executor (missing: {', '.join(missing)})"
+        )
+    factory: ExecutorFactory = target
+    return factory

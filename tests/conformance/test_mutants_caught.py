@@ -1,0 +1,45 @@
+"""`atmostonce verify --executor atmostonce.check.mutants:NAME` exits 1 for every mutant, with
+the disagreement and the schedule that shows it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from atmostonce.check.mutants import EXECUTOR_MUTANTS, ExecutorMutant
+
+
+@pytest.mark.clause("TC-EFF-NONIDEM", "TC-AMO-1", "TC-REC-NOTRUN", "TC-APR-2", "TC-SNAP-1",
+                    "TC-REC-1", "TC-KEY-1", "D-6", "D-5", "TC-RCN-1", "D-4", "D-7", "D-8")
+@pytest.mark.parametrize("mutant", list(EXECUTOR_MUTANTS.values()), ids=lambda m: m.name)
+def test_verify_exits_1_for_the_executor_mutant(mutant: ExecutorMutant) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "atmostonce", "verify", "--layers", "conformance",
+         "--executor", f"atmostonce.check.mutants:{mutant.name}"],
+        capture_output=True, text=True, check=False, timeout=300)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "DISAGREES" in done.stdout
+    assert "schedule:" in done.stdout
+
+
+def test_verify_passes_the_reference_executor_on_conformance() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "atmostonce", "verify", "--layers", "conformance"],
+        capture_output=True, text=True, check=False, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(("path", "message"), [
+    ("nope:x", "cannot import executor module 'nope'"),
+    ("atmostonce.executor:nothing", "has no attribute 'nothing'"),
+    ("not a path", "malformed executor path"),
+    ("atmostonce.spec.keys:build_key", "failed to build an executor"),
+])
+def test_verify_rejects_a_bad_executor_path_with_exit_2(path: str, message: str) -> None:
+    done = subprocess.run([sys.executable, "-m", "atmostonce", "verify", "--executor", path],
+                          capture_output=True, text=True, check=False, timeout=60)
+    assert done.returncode == 2
+    assert message in done.stderr
+    assert done.stderr.count("\n") == 1
