@@ -316,6 +316,10 @@ def build_parser() -> argparse.ArgumentParser:
     diagrams.add_argument("--out", default="diagrams", metavar="DIR",
                           help="directory to write into (default diagrams)")
     diagrams.set_defaults(func=cmd_diagrams)
+
+    from atmostonce.sim.commands import register as register_simulation
+
+    register_simulation(sub)
     return parser
 
 

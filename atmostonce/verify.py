@@ -130,8 +130,41 @@ def check_conformance(path: str, factory: ExecutorFactory) -> CheckResult:
     )
 
 
+SIMULATION_SEEDS = 300
+"""Seeds of the `chaos` campaign verify runs (every fault kind, swarm subsets per seed)."""
+
+
+def check_simulation(path: str, factory: ExecutorFactory) -> CheckResult:
+    """A seeded fault-simulation campaign: every history is checked against every property."""
+    from atmostonce.sim.campaign import campaign
+
+    result = campaign(range(SIMULATION_SEEDS), "chaos", factory, path, shrink_first=1)
+    totals = result.totals
+    details: list[str] = []
+    for failure in result.failures[:1]:
+        run = failure.run
+        for v in run.violations[:3]:
+            details.append(f"{v.property} ({v.key}): {v.message}")
+        if run.error:
+            details.append(f"error: {run.error}")
+        details.append(f"replay: {run.replay_command()}")
+        if failure.shrunk is not None:
+            shrunk = failure.shrunk
+            details.append(f"shrunk from {shrunk.original} faults to {len(shrunk.kept)}: "
+                           f"{shrunk.result.replay_command()}")
+    return CheckResult(
+        "simulation", "fault-simulation campaign", result.ok,
+        f"{len(result.seeds)} chaos seeds, {totals.calls:,} tool calls, "
+        f"{totals.double_runs} double runs ({totals.documented} of the documented shape), "
+        f"{result.wall_seconds:.1f} s; {len(result.failures)} failing seeds",
+        details,
+        {"seeds": len(result.seeds), "calls": totals.calls, "failing_seeds":
+         [f.run.seed for f in result.failures], "seconds": result.wall_seconds},
+    )
+
+
 Check = Callable[[], CheckResult]
-LAYERS = ("spec", "model", "conformance")
+LAYERS = ("spec", "model", "conformance", "simulation")
 
 
 def plan(path: str, factory: ExecutorFactory, layers: tuple[str, ...] = LAYERS
@@ -142,6 +175,7 @@ def plan(path: str, factory: ExecutorFactory, layers: tuple[str, ...] = LAYERS
         ("spec", "CrossHair proofs", check_proofs),
         ("model", "exhaustive model check", check_model),
         ("conformance", "conformance", lambda: check_conformance(path, factory)),
+        ("simulation", "fault simulation", lambda: check_simulation(path, factory)),
     ]
     return [(name, check) for layer, name, check in checks if layer in layers]
 

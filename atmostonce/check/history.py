@@ -1,0 +1,320 @@
+"""A recorded history of one run, and the checks every harness runs on it.
+
+A history is a sequence of typed, frozen entries, each with the harness's clock `at`, in the
+order things happened. Positions (indexes into the sequence) name entries in violations. Three
+kinds of entry exist:
+
+- what the harness did to the executor, or observed it do: `PolicySet`, `SessionOpened`,
+  `CallAsked`, `ApprovalAnswered` (the answer and the executor's reply), `TimerStarted`
+  (an attempt queued, a call waiting for approval), `TimerFired`, `HandedOut` (a `GoAhead`,
+  whether a `Persist` naming its attempt and worker came first in the same batch, D-5, and
+  whether it was sent before the server died),
+  `Cancelled`, `StartDelivered` and `ResultDelivered` (a worker's `Started` or `Finished`
+  reached the executor), `RecordPublished` (a `tool_call_finished` event), `SnapshotSeen`
+  (a call's status in `get_agent_snapshot` changed), `UserMessageSent` (with its reply),
+  `ReconcileRan`;
+- ground truth from the effect ledger, which the executor never sees: `RunStarted` (which
+  worker really started which attempt, passing which idempotency key), `EffectApplied` (the
+  service applied the write, or dropped a repeated key), `RunEnded` (returned, reported a
+  failure, killed by a crash, or stopped by its worker when its lease ran out, D-12);
+- faults: `WorkerConnected` (a fresh worker, at start or coming back), `WorkerCrashed`,
+  `WorkerCut`, `WorkerHealed`, `WorkerDeclaredLost` (the executor's `DropWorker`),
+  `ServerRestarted`.
+
+Using it from a harness::
+
+    history = History(config)                 # config: the executor's ExecutorConfig
+    history.append(CallAsked(at, key, ...))   # after each thing that happened; returns the
+                                              # violations this entry revealed (always-props)
+    ...
+    history.finish()                          # once the run was driven to quiescence: adds the
+                                              # eventually-properties' violations
+    history.violations                        # every Violation found, in order
+
+Before `finish`, a harness drives the run to quiescence: no more faults, every worker back,
+every timer fired, the reconcile job run (at least twice, to show a rerun sends nothing new),
+and every session's snapshot read once more (`SnapshotSeen` for each call whose status or
+error changed since the last look). `check_history(entries, config)` does all of the checking
+for a finished list of entries. A `Violation`
+names its property id (atmostonce.spec.properties), the call's idempotency key, a one-line
+message and the positions of the entries involved. `HandedOut.call` and `RunStarted.call` are
+the harness's own attribution of an attempt to a call (the simulator reads it from the call's
+arguments); a harness that has none passes the key the executor sent, and a wrong key can then
+only be caught when it names no call at all.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+from dataclasses import dataclass, fields
+
+from atmostonce.check.protocol import ExecutorConfig, TimerKind
+from atmostonce.spec.policy import EffectClass, ToolHints, ToolPolicy
+from atmostonce.spec.session import ToolCallStatus
+
+
+class RunEnd(enum.Enum):
+    """How a run of a tool ended at its worker, as the effect ledger saw it."""
+
+    RETURNED = "returned"
+    TOOL_FAILED = "tool_failed"
+    KILLED = "killed"
+    """The worker process crashed."""
+    STOPPED = "stopped"
+    """The worker was cut off longer than its lease and stopped the run (D-12)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    at: float
+
+
+# -- what the harness did, or saw the executor do -----------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PolicySet(Entry):
+    tool: str
+    policy: ToolPolicy | None
+    hints: ToolHints | None
+
+
+@dataclass(frozen=True, slots=True)
+class SessionOpened(Entry):
+    session_id: str
+    default_effect: EffectClass | None
+
+
+@dataclass(frozen=True, slots=True)
+class CallAsked(Entry):
+    key: str
+    session_id: str
+    turn_id: str
+    tool_call_id: str
+    tool: str
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalAnswered(Entry):
+    """A person's answer and the executor's reply to it (D-7)."""
+
+    key: str
+    approve: bool
+    ok: bool
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class TimerStarted(Entry):
+    """An attempt queued (QUEUE_TIMEOUT, subject the attempt) or a call waiting for approval
+    (APPROVAL_DEADLINE); `key` is the call's."""
+
+    kind: TimerKind
+    subject: str
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class TimerFired(Entry):
+    kind: TimerKind
+    subject: str
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class HandedOut(Entry):
+    """A `GoAhead`: the attempt goes to `worker`; `persisted_first` says a `Persist` naming the
+    attempt and the worker came before it (D-5). `sent` is False when the server died after
+    persisting the hand-out and before telling the worker: the attempt counts as reached all
+    the same (D-5), though its tool never ran."""
+
+    worker: str
+    attempt: str
+    key: str
+    tool: str
+    persisted_first: bool
+    call: str
+    sent: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Cancelled(Entry):
+    worker: str
+    attempt: str
+
+
+@dataclass(frozen=True, slots=True)
+class StartDelivered(Entry):
+    worker: str
+    attempt: str
+
+
+@dataclass(frozen=True, slots=True)
+class ResultDelivered(Entry):
+    worker: str
+    attempt: str
+    ok: bool
+
+
+@dataclass(frozen=True, slots=True)
+class RecordPublished(Entry):
+    key: str
+    status: ToolCallStatus
+    error: str
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotSeen(Entry):
+    key: str
+    status: ToolCallStatus
+    error: str
+    idempotency_key: str
+
+
+@dataclass(frozen=True, slots=True)
+class UserMessageSent(Entry):
+    session_id: str
+    text: str
+    ok: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ReconcileRan(Entry):
+    session_id: str
+    reported: int
+    crashed: bool
+
+
+# -- ground truth: the effect ledger ----------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RunStarted(Entry):
+    run: int
+    worker: str
+    attempt: str
+    key: str
+    tool: str
+    call: str
+
+
+@dataclass(frozen=True, slots=True)
+class EffectApplied(Entry):
+    run: int
+    key: str
+    applied: bool
+    """False when the service dropped a repeated idempotency key."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunEnded(Entry):
+    run: int
+    end: RunEnd
+
+
+# -- faults -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerConnected(Entry):
+    worker: str
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerCrashed(Entry):
+    worker: str
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerCut(Entry):
+    worker: str
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerHealed(Entry):
+    worker: str
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerDeclaredLost(Entry):
+    worker: str
+
+
+@dataclass(frozen=True, slots=True)
+class ServerRestarted(Entry):
+    journal_entries: int
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """A property broken by a history: its id, the call, what happened, and where."""
+
+    property: str
+    key: str
+    message: str
+    positions: tuple[int, ...]
+
+    def line(self) -> str:
+        where = ", ".join(f"#{p}" for p in self.positions)
+        call = f" [{self.key}]" if self.key else ""
+        return f"{self.property}{call}: {self.message} (history {where})"
+
+
+def describe(entry: Entry) -> str:
+    """One readable line for an entry: its time, its kind and its fields."""
+    parts = []
+    for f in fields(entry):
+        if f.name == "at":
+            continue
+        value = getattr(entry, f.name)
+        if isinstance(value, enum.Enum):
+            value = value.value
+        elif isinstance(value, ToolPolicy):
+            value = value.effect.value + (
+                "" if value.requires_approval is None
+                else "+approval" if value.requires_approval else "-approval")
+        elif isinstance(value, ToolHints):
+            value = ",".join(f"{f.name}={getattr(value, f.name)}" for f in fields(value)
+                             if getattr(value, f.name) is not None) or "none"
+        elif value is None or value == "":
+            continue
+        parts.append(f"{f.name}={value}")
+    return f"{entry.at:10.3f}  {type(entry).__name__:<18} {' '.join(parts)}"
+
+
+class History:
+    """The entries of one run, checked as they arrive (see the module docstring)."""
+
+    __slots__ = ("_observe", "checker", "entries")
+
+    def __init__(self, config: ExecutorConfig) -> None:
+        from atmostonce.check.checkers import HistoryChecker
+
+        self.entries: list[Entry] = []
+        self.checker = HistoryChecker(config)
+        self._observe = self.checker.observe
+
+    def append(self, entry: Entry) -> list[Violation]:
+        """Add `entry`; return the violations it revealed (usually none)."""
+        entries = self.entries
+        entries.append(entry)
+        return self._observe(entry, len(entries) - 1)
+
+    def finish(self) -> list[Violation]:
+        """The run reached quiescence: check the eventually-properties."""
+        return self.checker.finish()
+
+    @property
+    def violations(self) -> list[Violation]:
+        return self.checker.violations
+
+
+def check_history(entries: Iterable[Entry], config: ExecutorConfig) -> list[Violation]:
+    """Every violation in a finished history, always- and eventually-properties alike."""
+    history = History(config)
+    for entry in entries:
+        history.append(entry)
+    history.finish()
+    return history.violations

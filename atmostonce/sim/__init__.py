@@ -1,0 +1,10 @@
+"""The deterministic fault simulator: any executor, driven through the protocol of
+`atmostonce.check.protocol` in simulated time, with every random choice derived from one seed.
+
+`workload` draws what the agent, the people and the tools do; `faults` the profiles and a
+seed's fault schedule; `engine` runs a scenario (`server` hosts the executor, `network` carries
+messages, `workers` run tools, `agents` are the model, the people and the reconcile job,
+`ledger` the services tools write to); the history it records is checked online by
+`atmostonce.check.checkers`. `run` runs one seed, `campaign` many, `shrink` minimises a failing
+fault schedule, `report` and `commands` are the `simulate` and `replay` commands.
+"""

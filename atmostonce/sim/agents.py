@@ -1,0 +1,263 @@
+"""The people around the executor: the agent's model running sessions and turns, the people
+who answer approvals, and the reconcile job.
+
+The model asks the tool calls of a turn, waits until each has a record (from the AgentEvents
+stream, or from the snapshot when an event never came), thinks, and asks the next turn; after
+a failed or unknown record it may ask the same tool again (TC-REC-2, TC-AMO-4). People approve,
+reject, miss the deadline, answer late or twice (D-7). The reconcile job reads the snapshot,
+picks the outcome_unknown calls no user message names yet (spec.reconcile) and reports each
+with `send_user_message`; it may die after a send, and is simply run again (TC-RCN-ONCE).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from atmostonce.check import history as h
+from atmostonce.check import protocol as p
+from atmostonce.sim.workload import CallPlan, Person, RunPlan, SessionPlan
+from atmostonce.spec.reconcile import pending_reports, report_text
+from atmostonce.spec.session import AgentSnapshot, ToolCallStatus
+
+if TYPE_CHECKING:
+    from atmostonce.sim.engine import Simulation
+
+SETTLE = 4.0
+"""Seconds from the end of the workload to the final checks; reconcile runs twice meanwhile."""
+WATCHDOG = 25.0
+"""Seconds a turn waits for its records before the model reads the snapshot."""
+REPORT_SOURCE = "the service ledger"
+_ASK_AGAIN = (ToolCallStatus.FAILED, ToolCallStatus.OUTCOME_UNKNOWN)
+
+
+class CallRun:
+    """A call the model asked, and the runs of its tool so far."""
+
+    __slots__ = ("depth", "key", "plan", "runs", "session", "status", "tool")
+
+    def __init__(self, key: str, session: SessionRun, plan: CallPlan, depth: int) -> None:
+        self.key = key
+        self.session = session
+        self.plan = plan
+        self.tool = plan.tool
+        self.depth = depth
+        self.runs = 0
+        self.status: ToolCallStatus | None = None
+
+    def next_run(self) -> RunPlan:
+        runs = self.plan.runs
+        plan = runs[min(self.runs, len(runs) - 1)]
+        self.runs += 1
+        return plan
+
+
+class SessionRun:
+    __slots__ = ("again", "asking", "done", "pending", "plan", "turn", "turns_asked")
+
+    def __init__(self, plan: SessionPlan) -> None:
+        self.plan = plan
+        self.turn = 0
+        self.turns_asked = 0
+        self.pending: set[str] = set()
+        self.again: list[CallRun] = []
+        self.asking = False
+        self.done = False
+
+
+class Agents:
+    """The model, the people and the reconcile job of one simulation."""
+
+    def __init__(self, sim: Simulation) -> None:
+        self.sim = sim
+        self.sessions: dict[str, SessionRun] = {}
+        self.calls: dict[str, CallRun] = {}
+        self.by_args: dict[str, CallRun] = {}
+        self.left = 0
+        self.asked = 0
+        self.requests = 0
+        self.spares = 0
+        self.reconcile_due: set[str] = set()
+        self.unknown_sessions: dict[str, None] = {}
+        self.reports = 0
+        self.reconcile_runs = 0
+        self.seen: dict[str, tuple[ToolCallStatus, str]] = {}
+
+    def start(self) -> None:
+        for plan in self.sim.scenario.workload.sessions:
+            self.sim.at(plan.start, self._open, plan)
+            self.left += 1
+
+    # -- the model ------------------------------------------------------------------------------
+
+    def _open(self, plan: SessionPlan, _b: object) -> None:
+        sim = self.sim
+        run = SessionRun(plan)
+        self.sessions[plan.session_id] = run
+        sim.defaults[plan.session_id] = plan.default_effect
+        sim.record(h.SessionOpened(sim.now, plan.session_id, plan.default_effect))
+        sim.feed(p.OpenSession(sim.now, plan.session_id, plan.default_effect))
+        self._turn(run, None)
+
+    def _turn(self, run: SessionRun, _b: object) -> None:
+        """Ask the next turn's calls: first the tools asked again, then the planned ones."""
+        plans: list[tuple[CallPlan, int]] = [(c.plan, c.depth) for c in run.again]
+        run.again = []
+        if run.turn < len(run.plan.turns):
+            taken = {cp.tool for cp, _ in plans}
+            plans += [(cp, 0) for cp in run.plan.turns[run.turn] if cp.tool not in taken]
+            run.turn += 1
+        if not plans:
+            self._session_done(run)
+            return
+        run.turns_asked += 1
+        turn_id = f"t{run.turns_asked}"
+        run.asking = True
+        for plan, depth in plans:
+            self._ask(run, turn_id, plan, depth)
+        run.asking = False
+        if run.pending:
+            self.sim.at(self.sim.now + WATCHDOG, self._watchdog, run, run.turns_asked)
+        else:
+            self._next_turn(run)
+
+    def _ask(self, run: SessionRun, turn_id: str, plan: CallPlan, depth: int) -> None:
+        sim = self.sim
+        self.asked += 1
+        number = self.asked
+        session_id = run.plan.session_id
+        call_id = f"c{number}"
+        key = f"{session_id}/{turn_id}/{call_id}"
+        arguments = f'{{"n": {number}}}'
+        call = CallRun(key, run, plan, depth)
+        self.calls[key] = call
+        self.by_args[arguments] = call
+        run.pending.add(key)
+        sim.record(h.CallAsked(sim.now, key, session_id, turn_id, call_id, plan.tool, arguments))
+        sim.feed(p.Ask(sim.now, session_id, turn_id, call_id, plan.tool, arguments))
+        if call.status is None and sim.policy_of(plan.tool, session_id).requires_approval:
+            self._person(call)
+        elif plan.stray:
+            sim.at(sim.now + plan.answer_after, self._answer, key, True)
+
+    def on_record(self, key: str, status: ToolCallStatus) -> None:
+        """A call's record reached the model: the turn goes on once every call has one."""
+        call = self.calls.get(key)
+        if call is None or call.status is not None:
+            return
+        call.status = status
+        run = call.session
+        run.pending.discard(key)
+        if status is ToolCallStatus.OUTCOME_UNKNOWN:
+            self._reconcile_soon(run.plan.session_id)
+        if status in _ASK_AGAIN and call.plan.reask and call.depth < 2:
+            spares = self.sim.scenario.workload.spares
+            spare = spares[self.spares % len(spares)]
+            self.spares += 1
+            run.again.append(CallRun("", run, replace(spare, tool=call.tool), call.depth + 1))
+        if not run.pending and not run.asking:
+            self._next_turn(run)
+
+    def _next_turn(self, run: SessionRun) -> None:
+        think = run.plan.think[min(run.turns_asked, len(run.plan.think) - 1)]
+        self.sim.at(self.sim.now + think, self._turn, run)
+
+    def _watchdog(self, run: SessionRun, turn: int) -> None:
+        if run.turns_asked != turn or not run.pending or run.done:
+            return
+        self.observe(run.plan.session_id, self.sim.executor.snapshot(run.plan.session_id))
+        if run.pending and run.turns_asked == turn:
+            self.sim.at(self.sim.now + WATCHDOG, self._watchdog, run, turn)
+
+    def _session_done(self, run: SessionRun) -> None:
+        if run.done:
+            return
+        run.done = True
+        self.left -= 1
+        if self.left == 0:
+            sim = self.sim
+            sim.quiesce()
+            sim.at(sim.now + 1.0, self._final_reconcile)
+            sim.at(sim.now + 2.5, self._final_reconcile)
+            sim.at(sim.now + SETTLE, sim.finalize)
+
+    # -- the snapshot -----------------------------------------------------------------------------
+
+    def observe(self, session_id: str, snapshot: AgentSnapshot) -> None:
+        """Record every change of a call's status or error in the snapshot."""
+        sim = self.sim
+        seen = self.seen
+        for view in snapshot.tool_calls:
+            key = f"{session_id}/{view.turn_id}/{view.tool_call_id}"
+            now = (view.status, view.error)
+            if seen.get(key) != now:
+                seen[key] = now
+                sim.record(h.SnapshotSeen(sim.now, key, view.status, view.error,
+                                          view.idempotency_key))
+                if view.status.final:
+                    self.on_record(key, view.status)
+
+    def observe_all(self) -> None:
+        for session_id in self.sessions:
+            self.observe(session_id, self.sim.executor.snapshot(session_id))
+
+    # -- people -----------------------------------------------------------------------------------
+
+    def _person(self, call: CallRun) -> None:
+        """D-7: approve, reject, never answer, answer late, twice, or change one's mind."""
+        sim = self.sim
+        plan = call.plan
+        person = plan.person
+        first = sim.now + plan.answer_after
+        if person is Person.MISS:
+            return
+        sim.at(first, self._answer, call.key, person is not Person.REJECT)
+        if person is Person.TWICE:
+            sim.at(first + plan.second_after, self._answer, call.key, True)
+        elif person is Person.FLIP:
+            sim.at(first + plan.second_after, self._answer, call.key, False)
+
+    def _answer(self, key: str, approve: bool) -> None:
+        sim = self.sim
+        self.requests += 1
+        request = f"answer-{self.requests}"
+        sim.request(p.Answer(sim.now, request, key, approve), request)
+
+    # -- the reconcile job ------------------------------------------------------------------
+
+    def _reconcile_soon(self, session_id: str) -> None:
+        self.unknown_sessions[session_id] = None
+        if session_id not in self.reconcile_due:
+            self.reconcile_due.add(session_id)
+            self.sim.at(self.sim.now + 0.5 + 2.5 * self.sim.rnd(), self._reconcile, session_id)
+
+    def _reconcile(self, session_id: str, _b: object = None) -> None:
+        """TC-RCN-ONCE: read the history first, report each unknown call no user message names
+        yet, and never retry a send; a crash after a send just means another run later."""
+        self.reconcile_due.discard(session_id)
+        sim = self.sim
+        self.reconcile_runs += 1
+        snapshot = sim.executor.snapshot(session_id)
+        self.observe(session_id, snapshot)
+        sent = 0
+        crashed = False
+        for pending in pending_reports(session_id, snapshot.messages):
+            text = report_text(REPORT_SOURCE, sim.ledger.finding(pending.key), pending.key)
+            self.requests += 1
+            request = f"report-{self.requests}"
+            sim.request(p.UserMessage(sim.now, request, session_id, text), request)
+            sent += 1
+            self.reports += 1
+            if sim.reconcile_crashes > 0 and sim.faults_on:
+                sim.reconcile_crashes -= 1
+                crashed = True
+                break
+        sim.record(h.ReconcileRan(sim.now, session_id, sent, crashed))
+        if crashed:
+            self._reconcile_soon(session_id)
+
+    def _final_reconcile(self, _a: object, _b: object) -> None:
+        """Run the job again for every session that ever had an unknown call: a rerun must send
+        nothing new (TC-RCN-ONCE)."""
+        for session_id in self.unknown_sessions:
+            self._reconcile(session_id)

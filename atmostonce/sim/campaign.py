@@ -1,0 +1,105 @@
+"""Campaigns: many seeds against one executor, with statistics summed and every failure kept
+with its seed, its replay command and, for the first few, a shrunk fault schedule.
+
+Usable from any harness:
+
+    result = campaign(range(100), "chaos", load_factory("atmostonce.executor:reference"))
+    result.ok, result.failures, result.totals.as_json(), result.calls_per_second
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from atmostonce.check.loading import DEFAULT_EXECUTOR
+from atmostonce.check.protocol import ExecutorFactory
+from atmostonce.sim.faults import profile as find_profile
+from atmostonce.sim.run import RunResult, run_seed
+from atmostonce.sim.shrink import Shrunk, shrink
+from atmostonce.sim.stats import Totals
+
+Progress = Callable[[int, int, int], None]
+"""Called after each seed with (seeds done, seeds in all, violations so far)."""
+
+
+@dataclass
+class Failure:
+    """A seed that broke a property: its run and, when shrunk, its smallest schedule."""
+
+    run: RunResult
+    shrunk: Shrunk | None = None
+
+    def as_json(self) -> dict[str, object]:
+        out: dict[str, object] = {
+            "seed": self.run.seed,
+            "profile": self.run.scenario.profile.name,
+            "replay": self.run.replay_command(),
+            "violations": [
+                {"property": v.property, "call": v.key, "message": v.message,
+                 "positions": list(v.positions)}
+                for v in self.run.violations
+            ],
+            "error": self.run.error,
+        }
+        if self.shrunk is not None:
+            s = self.shrunk
+            out["shrunk"] = {
+                "property": s.property,
+                "faults_before": s.original,
+                "kept": list(s.kept),
+                "faults_after": [f.describe() for f in s.result.scenario.faults],
+                "replay": s.result.replay_command(),
+                "tests": s.tests,
+            }
+        return out
+
+
+@dataclass
+class CampaignResult:
+    profile: str
+    executor: str
+    seeds: list[int] = field(default_factory=list)
+    totals: Totals = field(default_factory=Totals)
+    failures: list[Failure] = field(default_factory=list)
+    wall_seconds: float = 0.0
+    cpu_seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+    @property
+    def calls_per_second(self) -> float:
+        """Simulated tool calls per second of this process's CPU time, checks included."""
+        return self.totals.calls / self.cpu_seconds if self.cpu_seconds > 0 else 0.0
+
+    @property
+    def violations(self) -> int:
+        """Violations found so far, an executor error counting as one."""
+        return sum(len(f.run.violations) + (f.run.error is not None) for f in self.failures)
+
+
+def campaign(seeds: Iterable[int], profile: str, factory: ExecutorFactory,
+             executor: str = DEFAULT_EXECUTOR, progress: Progress | None = None,
+             shrink_first: int = 3, shrink_budget: int = 150) -> CampaignResult:
+    """Run every seed; shrink the schedules of the first `shrink_first` failures."""
+    find_profile(profile)
+    todo = list(seeds)
+    result = CampaignResult(profile, executor)
+    wall = time.perf_counter()
+    cpu = time.process_time()
+    for done, seed in enumerate(todo, start=1):
+        run = run_seed(seed, profile, factory, executor)
+        result.seeds.append(seed)
+        result.totals.add(run.stats)
+        if not run.ok:
+            result.failures.append(Failure(run))
+        if progress is not None:
+            progress(done, len(todo), result.violations)
+    result.cpu_seconds = time.process_time() - cpu
+    result.wall_seconds = time.perf_counter() - wall
+    for failure in result.failures[:shrink_first]:
+        failure.shrunk = shrink(failure.run, factory, shrink_budget)
+    return result

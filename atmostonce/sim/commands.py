@@ -1,0 +1,168 @@
+"""The `simulate` and `replay` subcommands; `register` adds them to the `atmostonce` parser.
+
+Exit codes: 0 no violation, 1 a violation, 2 bad input (a SpecError the CLI reports in one
+line: an unknown profile, a malformed or unloadable --executor, a bad number).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any, TextIO
+
+from atmostonce.check.loading import DEFAULT_EXECUTOR, load_factory
+from atmostonce.sim.campaign import campaign
+from atmostonce.sim.engine import scenario
+from atmostonce.sim.faults import PROFILES
+from atmostonce.sim.faults import profile as find_profile
+from atmostonce.sim.report import campaign_json, campaign_text, replay_json, replay_text
+from atmostonce.sim.run import run_seed
+from atmostonce.spec.errors import SpecError
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+DEFAULT_PROFILE = "chaos"
+PROGRESS_AFTER = 2.0
+"""Seconds after which a campaign shows a progress bar."""
+
+
+def register(subparsers: Any) -> None:
+    """Add `simulate` and `replay` to the project's argparse subparsers."""
+    profiles = ", ".join(f"{p.name} ({p.summary})" for p in PROFILES.values())
+    simulate = subparsers.add_parser(
+        "simulate", help="run a seeded fault-simulation campaign against an executor",
+        description="Drive an executor through seeded simulations: workers that crash, lose "
+        "their connection and come back, a server that restarts, tool runs that time out, "
+        "people who answer late, a model that asks again. Every history is checked online "
+        "against the spec's properties; prints which records appear per effect class, the "
+        "double runs, retries, and every violation with the command that replays it. Exit 0 "
+        "when no property broke, 1 otherwise, 2 on bad input.",
+        epilog=f"Profiles: {profiles}.",
+    )
+    simulate.add_argument("--seeds", type=_count, default=100, metavar="N",
+                          help="how many seeds to run (default 100)")
+    simulate.add_argument("--first-seed", type=_seed, default=0, metavar="S",
+                          help="the first seed (default 0)")
+    _common(simulate)
+    simulate.add_argument("--json", action="store_true", help="print one JSON object")
+    simulate.set_defaults(func=cmd_simulate)
+
+    replay = subparsers.add_parser(
+        "replay", help="rerun one seed and print its events and verdict",
+        description="Rerun one seed exactly (same workload, same faults) and print the "
+        "history the checkers judged, with the entries of each violation marked.",
+    )
+    replay.add_argument("seed", type=_seed, metavar="SEED")
+    _common(replay)
+    replay.add_argument("--faults", type=_indexes, metavar="I,J,...",
+                        help="keep only these faults of the seed's schedule (by index; "
+                        "'none' for none), as a shrunk failure prints them")
+    replay.add_argument("--json", action="store_true", help="print one JSON object")
+    replay.set_defaults(func=cmd_replay)
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--profile", default=DEFAULT_PROFILE, metavar="P",
+                        help=f"fault profile: {', '.join(PROFILES)} (default {DEFAULT_PROFILE})")
+    parser.add_argument("--executor", default=DEFAULT_EXECUTOR, metavar="MODULE:FACTORY",
+                        help=f"the executor under test (default {DEFAULT_EXECUTOR})")
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    find_profile(args.profile)
+    factory = load_factory(args.executor)
+    bar = _Progress(sys.stderr)
+    result = campaign(range(args.first_seed, args.first_seed + args.seeds), args.profile,
+                      factory, args.executor, bar.update)
+    bar.close()
+    if args.json:
+        print(json.dumps(campaign_json(result), indent=2))
+    else:
+        print(campaign_text(result))
+    return EXIT_OK if result.ok else EXIT_FAILED
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    chosen = find_profile(args.profile)
+    factory = load_factory(args.executor)
+    only: tuple[int, ...] | None = args.faults
+    if only is not None:
+        count = len(scenario(args.seed, chosen).faults)
+        wrong = [i for i in only if i >= count]
+        if wrong:
+            raise SpecError(f"fault index {wrong[0]} is out of range: seed {args.seed} under "
+                            f"profile {args.profile} has {count} faults")
+    run = run_seed(args.seed, args.profile, factory, args.executor, only, keep_history=True)
+    if args.json:
+        print(json.dumps(replay_json(run), indent=2))
+    else:
+        print(replay_text(run))
+    return EXIT_OK if run.ok else EXIT_FAILED
+
+
+class _Progress:
+    """A progress bar on stderr, shown once a campaign has run a few seconds."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.started = time.monotonic()
+        self.shown = False
+        self.last = 0.0
+        self.tty = stream.isatty()
+
+    def update(self, done: int, total: int, violations: int) -> None:
+        now = time.monotonic()
+        if now - self.started < PROGRESS_AFTER or (now - self.last < 0.25 and done < total):
+            return
+        self.last = now
+        width = 30
+        filled = width * done // max(total, 1)
+        line = (f"[{'#' * filled}{'.' * (width - filled)}] {done}/{total} seeds, "
+                f"{violations} violations, {now - self.started:.0f} s")
+        if self.tty:
+            self.stream.write(f"\r{line}")
+        elif done == total or not self.shown or done * 10 // total != (done - 1) * 10 // total:
+            self.stream.write(f"{line}\n")
+        self.stream.flush()
+        self.shown = True
+
+    def close(self) -> None:
+        if self.shown and self.tty:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def _count(text: str) -> int:
+    value = _whole(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected at least 1, got {text!r}")
+    return value
+
+
+def _seed(text: str) -> int:
+    value = _whole(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a seed >= 0, got {text!r}")
+    return value
+
+
+def _whole(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+
+
+def _indexes(text: str) -> tuple[int, ...]:
+    if text.strip() == "none":
+        return ()
+    try:
+        values = tuple(sorted({int(part) for part in text.split(",") if part.strip()}))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected fault indexes such as 0,3,5 or 'none', got {text!r}") from None
+    if any(v < 0 for v in values):
+        raise argparse.ArgumentTypeError(f"fault indexes are >= 0, got {text!r}")
+    return values

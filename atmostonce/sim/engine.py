@@ -1,0 +1,224 @@
+"""The discrete-event core: a virtual clock, one event queue, a seed's scenario, and the run
+that drives it to quiescence.
+
+Every random choice comes from one seed, through separate streams: the workload's (drawn up
+front), the fault schedule's, and the environment's (network delays, poll jitter), so that the
+fault schedule can shrink while the workload stays. A run injects faults while the workload
+goes on, then stops injecting them, heals everything and lets timers fire, so that the
+eventually-properties are judged on a quiescent run.
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+import traceback
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from atmostonce.check import history as h
+from atmostonce.check import protocol as p
+from atmostonce.check.history import History
+from atmostonce.sim.agents import SETTLE, Agents
+from atmostonce.sim.faults import Fault, FaultKind, Profile, schedule
+from atmostonce.sim.ledger import Ledger
+from atmostonce.sim.network import Conn, Network
+from atmostonce.sim.server import ExecutorHost
+from atmostonce.sim.workers import Worker
+from atmostonce.sim.workload import Workload, draw, executor_config
+from atmostonce.spec.policy import EffectivePolicy, resolve_policy
+
+HARD_LIMIT = 400.0
+"""Simulated seconds after which a run that never quiesced is stopped and judged."""
+MAX_EVENTS = 2_000_000
+"""Events after which a run that never settles (a timer loop at one instant) is stopped."""
+
+
+def streams(seed: int) -> tuple[random.Random, random.Random, random.Random]:
+    """The workload, fault and environment streams of `seed`."""
+    return (random.Random(f"atmostonce:{seed}:workload"),
+            random.Random(f"atmostonce:{seed}:faults"),
+            random.Random(f"atmostonce:{seed}:environment"))
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    """What one seed runs: its workload, the enabled fault kinds and the fault schedule."""
+
+    seed: int
+    profile: Profile
+    workload: Workload
+    kinds: tuple[FaultKind, ...]
+    faults: tuple[Fault, ...]
+    config: p.ExecutorConfig
+
+
+def scenario(seed: int, profile: Profile, only: Iterable[int] | None = None) -> Scenario:
+    """The scenario of `seed`; `only` keeps just the faults at those schedule indexes."""
+    workload_rng, fault_rng, _ = streams(seed)
+    workload = draw(workload_rng)
+    config = executor_config(workload.fence)
+    kinds, faults = schedule(profile, fault_rng, workload.window, workload.workers, config)
+    if only is not None:
+        keep = set(only)
+        faults = tuple(f for i, f in enumerate(faults) if i in keep)
+    return Scenario(seed, profile, workload, kinds, faults, config)
+
+
+class Simulation(ExecutorHost, Network):
+    """One run of one scenario against one executor factory: the clock and the event queue,
+    the workload's policies and the fault schedule; the server (`ExecutorHost`) and the
+    network (`Network`) are its other parts."""
+
+    def __init__(self, scn: Scenario, factory: p.ExecutorFactory,
+                 stop_on: str | None = None) -> None:
+        """`stop_on`: stop at the first violation of this property id ("*": of any)."""
+        self.scenario = scn
+        self.factory = factory
+        self.config = scn.config
+        self.now = 0.0
+        self.queue: list[tuple[float, int, Callable[[Any, Any], None], Any, Any]] = []
+        self.seq = 0
+        self.events = 0
+        self.stopped = False
+        self.error: str | None = None
+        """What the executor raised, or why the run could not go on, if it could not."""
+        self.stop_on = stop_on
+        self.finished = False
+        _, _, env = streams(scn.seed)
+        self.env = env
+        self.rnd = env.random
+        self.history = History(self.config)
+        self._append = self.history.append
+        self.record: Callable[[h.Entry], object] = (
+            self._append if stop_on is None else self._record_and_stop)
+        self.ledger = Ledger({t.name: t.service for t in scn.workload.tools})
+        self.executor: p.Executor
+        self.journal: list[dict[str, p.JSON]] = []
+        self.timers: dict[str, list[Any]] = {}
+        self.conns: dict[str, Conn] = {}
+        self.epoch = 0
+        self.restarts = 0
+        self.crash_armed = False
+        self.faults_on = True
+        self.paused_until = 0.0
+        self.reconcile_crashes = 0
+        self.registry: dict[str, tuple[object, object]] = {}
+        self._resolved: dict[tuple[str, object], EffectivePolicy] = {}
+        self.defaults: dict[str, object] = {}
+        self.workers = [Worker(self, i) for i in range(scn.workload.workers)]
+        self.agents = Agents(self)
+
+    # -- the clock ------------------------------------------------------------------------------
+
+    def at(self, when: float, fn: Callable[[Any, Any], None], a: Any = None,
+           b: Any = None) -> None:
+        self.seq += 1
+        heapq.heappush(self.queue, (when, self.seq, fn, a, b))
+
+    def _record_and_stop(self, entry: h.Entry) -> None:
+        """Record `entry`, and stop the run if it broke the property asked for."""
+        found = self._append(entry)
+        if found and (self.stop_on == "*" or any(v.property == self.stop_on for v in found)):
+            self.stopped = True
+
+    def run(self) -> History:
+        """Drive the scenario to quiescence, then judge the eventually-properties. Anything
+        the executor raises ends the run with `error` set."""
+        queue = self.queue
+        pop = heapq.heappop
+        count = 0
+        try:
+            self._start()
+            while queue and not self.stopped:
+                when, _, fn, a, b = pop(queue)
+                self.now = when
+                count += 1
+                fn(a, b)
+                if count >= MAX_EVENTS:
+                    self.error = (f"the run did not settle: {MAX_EVENTS:,} events by t="
+                                  f"{self.now:.3f}")
+                    break
+        except Exception as error:
+            where = traceback.extract_tb(error.__traceback__)[-1]
+            self.error = (f"t={self.now:.3f}: {type(error).__name__}: {error} "
+                          f"(at {where.filename}:{where.lineno})")
+        self.events = count
+        return self.history
+
+    def _start(self) -> None:
+        w = self.scenario.workload
+        self.executor = self.factory(self.config)
+        for tool in w.tools:
+            self.set_policy(tool.name, tool.policy, tool.hints)
+        for change in w.changes:
+            self.at(change.at, self._policy_change, change)
+        for fault in self.scenario.faults:
+            self.at(fault.at, self._fault, fault)
+        for worker in self.workers:
+            self.at(self.rnd() * 0.05, worker.start_up)
+        self.agents.start()
+        self.at(w.window + HARD_LIMIT, self._hard_stop)
+
+    def _hard_stop(self, _a: object, _b: object) -> None:
+        if not self.finished:
+            self.quiesce()
+            self.at(self.now + SETTLE, self.finalize)
+
+    def quiesce(self) -> None:
+        """Stop injecting faults and heal everything, so the run can settle."""
+        if not self.faults_on:
+            return
+        self.faults_on = False
+        self.paused_until = 0.0
+        for worker in self.workers:
+            worker.settle()
+
+    def finalize(self, _a: object = None, _b: object = None) -> None:
+        self.agents.observe_all()
+        self.history.finish()
+        self.finished = True
+        self.stopped = True
+
+    # -- policies -------------------------------------------------------------------------------
+
+    def set_policy(self, tool: str, policy: Any, hints: Any) -> None:
+        self.registry[tool] = (policy, hints)
+        self._resolved.clear()
+        self.record(h.PolicySet(self.now, tool, policy, hints))
+        self.feed(p.SetPolicy(self.now, tool, policy, hints))
+
+    def _policy_change(self, change: Any, _b: object) -> None:
+        if self.faults_on:
+            self.set_policy(change.tool, change.policy, change.hints)
+
+    def policy_of(self, tool: str, session_id: str) -> EffectivePolicy:
+        """The policy a call of `tool` asked now gets (the people's view of it)."""
+        default = self.defaults.get(session_id)
+        memo = (tool, default)
+        found = self._resolved.get(memo)
+        if found is None:
+            policy, hints = self.registry.get(tool, (None, None))
+            found = resolve_policy(policy, hints, default)  # type: ignore[arg-type]
+            self._resolved[memo] = found
+        return found
+
+    # -- faults ---------------------------------------------------------------------------------
+
+    def _fault(self, fault: Fault, _b: object) -> None:
+        if not self.faults_on:
+            return
+        kind = fault.kind
+        if kind is FaultKind.RESTART:
+            if fault.extra > 0:
+                self.crash_armed = True
+            else:
+                self.restart()
+        elif kind is FaultKind.OUTAGE:
+            self.paused_until = max(self.paused_until, self.now + fault.duration)
+        elif kind is FaultKind.RECONCILE_CRASH:
+            self.reconcile_crashes += 1
+        else:
+            self.workers[fault.target % len(self.workers)].fault(fault)
+

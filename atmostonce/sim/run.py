@@ -1,0 +1,74 @@
+"""One seed, run: its scenario against an executor, its verdict, statistics and the command
+that replays it."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from atmostonce.check.history import History, Violation
+from atmostonce.check.loading import DEFAULT_EXECUTOR
+from atmostonce.check.protocol import ExecutorFactory
+from atmostonce.sim.engine import Scenario, Simulation, scenario
+from atmostonce.sim.faults import profile as find_profile
+from atmostonce.sim.stats import RunStats, run_stats
+
+
+@dataclass(frozen=True)
+class RunResult:
+    scenario: Scenario
+    executor: str
+    violations: tuple[Violation, ...]
+    stats: RunStats
+    wall_seconds: float
+    only: tuple[int, ...] | None
+    history: History | None
+    error: str | None = None
+    """The executor raised (or the run never settled): the run stopped there."""
+
+    @property
+    def seed(self) -> int:
+        return self.scenario.seed
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations and self.error is None
+
+    def problems(self) -> list[str]:
+        """One line per violation, and the executor's error if it raised."""
+        lines = [v.line() for v in self.violations]
+        if self.error is not None:
+            lines.append(f"executor error: {self.error}")
+        return lines
+
+    def replay_command(self) -> str:
+        return replay_command(self.seed, self.scenario.profile.name, self.executor, self.only)
+
+
+def replay_command(seed: int, profile: str, executor: str,
+                   only: Iterable[int] | None = None) -> str:
+    """The exact command that reruns a seed (with `only`: just those faults of its schedule)."""
+    command = f"atmostonce replay {seed} --profile {profile}"
+    if executor != DEFAULT_EXECUTOR:
+        command += f" --executor {executor}"
+    if only is not None:
+        command += f" --faults {','.join(str(i) for i in only) or 'none'}"
+    return command
+
+
+def run_seed(seed: int, profile: str, factory: ExecutorFactory,
+             executor: str = DEFAULT_EXECUTOR, only: Iterable[int] | None = None,
+             keep_history: bool = False, stop_on: str | None = None) -> RunResult:
+    """Run `seed` under `profile` against the executors `factory` builds."""
+    kept = tuple(sorted(set(only))) if only is not None else None
+    scn = scenario(seed, find_profile(profile), kept)
+    started = time.perf_counter()
+    sim = Simulation(scn, factory, stop_on)
+    history = sim.run()
+    wall = time.perf_counter() - started
+    checker = history.checker
+    stats = run_stats(checker.summaries(), checker.double_runs, checker.witnessed,
+                      sim.restarts, sim.events, sim.now)
+    return RunResult(scn, executor, tuple(history.violations), stats, wall, kept,
+                     history if keep_history else None, sim.error)

@@ -1,0 +1,232 @@
+"""The server of the simulation: it hosts the executor under test, feeds it events through
+the protocol and carries out its commands in order.
+
+It keeps the journal of every `Persist`, runs the executor's timers (one heap entry per timer,
+moved lazily when a restart of the timer pushes it later), routes go-aheads to workers and
+records what the checkers need: hand-outs and whether their Persist came first (D-5), records
+published, cancels, workers declared lost, timers that matter. A restart (D-8) builds a fresh
+executor with the same factory and hands it the whole journal; connections and timers are lost,
+and a restart inside a batch of commands stops right after a Persist.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from atmostonce.check import history as h
+from atmostonce.check import protocol as p
+from atmostonce.sim.network import Conn
+
+if TYPE_CHECKING:
+    from atmostonce.sim.agents import Agents
+
+_START_TIMER = p.StartTimer
+_STOP_TIMER = p.StopTimer
+_PERSIST = p.Persist
+_GO_AHEAD = p.GoAhead
+_NO_WORK = p.NoWork
+_PUBLISH = p.Publish
+_CANCEL = p.Cancel
+_DROP = p.DropWorker
+_QUEUE_TIMEOUT = p.TimerKind.QUEUE_TIMEOUT
+_APPROVAL_DEADLINE = p.TimerKind.APPROVAL_DEADLINE
+_HEARTBEAT_TIMEOUT = p.TimerKind.HEARTBEAT_TIMEOUT
+
+
+def _names(entry: dict[str, p.JSON], attempt: str, worker: str) -> bool:
+    """Whether a journal entry names both the attempt and the worker (D-5)."""
+    values = entry.values()
+    if attempt in values and worker in values:
+        return True
+    return _mentions(entry, attempt) and _mentions(entry, worker)
+
+
+def _mentions(value: object, text: str) -> bool:
+    """Whether a journal entry holds `text` as a value, at any depth."""
+    if isinstance(value, str):
+        return value == text
+    if isinstance(value, dict):
+        return any(_mentions(v, text) for v in value.values())
+    if isinstance(value, list):
+        return any(_mentions(v, text) for v in value)
+    return False
+
+
+class ExecutorHost:
+    """The server side of the simulation: the executor, its journal and its timers."""
+
+    now: float
+    seq: int
+    queue: list[tuple[float, int, Callable[[Any, Any], None], Any, Any]]
+    record: Callable[[h.Entry], object]
+    executor: p.Executor
+    factory: p.ExecutorFactory
+    config: p.ExecutorConfig
+    conns: dict[str, Conn]
+    agents: Agents
+    journal: list[dict[str, p.JSON]]
+    timers: dict[str, list[Any]]
+    epoch: int
+    restarts: int
+    crash_armed: bool
+    down: Callable[[Conn, p.Command], None]
+    server_closes: Callable[[Conn], None]
+    at: Callable[..., None]
+
+    def restart(self) -> None:
+        """D-8: the server dies and comes back from its journal."""
+        self.crash_armed = False
+        self.restarts += 1
+        self.epoch += 1
+        self.record(h.ServerRestarted(self.now, len(self.journal)))
+        conns = self.conns
+        self.conns = {}
+        self.timers = {}
+        for conn in conns.values():
+            self.server_closes(conn)
+        self.executor = self.factory(self.config)
+        self.carry_out(self.executor.recover(list(self.journal), self.now), False)
+
+    def feed(self, event: p.Event, crashable: bool = False) -> None:
+        commands = self.executor.handle(event)
+        if commands:
+            self.carry_out(commands, crashable)
+
+    def request(self, event: p.Event, request: str) -> p.Reply | None:
+        """Feed a request (an answer, a user message) and return its reply, which is recorded
+        before the other commands are carried out."""
+        commands = self.executor.handle(event)
+        reply = None
+        for cmd in commands:
+            if type(cmd) is p.Reply and cmd.request == request:
+                reply = cmd
+                break
+        if reply is not None:
+            commands = [c for c in commands if c is not reply]
+        self._on_reply(event, reply)
+        if commands:
+            self.carry_out(commands, False)
+        return reply
+
+    def _on_reply(self, event: p.Event, reply: p.Reply | None) -> None:
+        ok = reply.ok if reply is not None else False
+        text = reply.text if reply is not None else ""
+        if isinstance(event, p.Answer):
+            self.record(h.ApprovalAnswered(self.now, event.key, event.approve, ok, text))
+        elif isinstance(event, p.UserMessage):
+            self.record(h.UserMessageSent(self.now, event.session_id, event.text, ok))
+
+    def carry_out(self, commands: list[p.Command], crashable: bool) -> None:
+        """Carry out the executor's commands in order (the protocol's contract)."""
+        persisted: list[dict[str, p.JSON]] | None = None
+        last = len(commands) - 1
+        for i, cmd in enumerate(commands):
+            kind = type(cmd)
+            if kind is _START_TIMER:
+                self._start_timer(cmd)  # type: ignore[arg-type]
+            elif kind is _STOP_TIMER:
+                self.timers.pop(cmd.timer, None)  # type: ignore[attr-defined]
+            elif kind is _PERSIST:
+                entry = cmd.entry  # type: ignore[attr-defined]
+                self.journal.append(entry)
+                if persisted is None:
+                    persisted = [entry]
+                else:
+                    persisted.append(entry)
+                if self.crash_armed and crashable and i < last:
+                    self._die_in_batch(commands[i + 1:], persisted)
+                    return
+            elif kind is _GO_AHEAD:
+                self._go_ahead(cmd, persisted)  # type: ignore[arg-type]
+            elif kind is _NO_WORK:
+                conn = self.conns.get(cmd.worker)  # type: ignore[attr-defined]
+                if conn is not None:
+                    self.down(conn, cmd)
+            elif kind is _PUBLISH:
+                self._publish(cmd.event)  # type: ignore[attr-defined]
+            elif kind is _CANCEL:
+                self.record(h.Cancelled(self.now, cmd.worker, cmd.attempt))  # type: ignore[attr-defined]
+            elif kind is _DROP:
+                self._drop(cmd.worker)  # type: ignore[attr-defined]
+
+    def _die_in_batch(self, rest: list[p.Command], persisted: list[dict[str, p.JSON]]) -> None:
+        """The server dies right after a Persist: the later commands are never carried out,
+        but a hand-out already persisted counts as reached (D-5)."""
+        for cmd in rest:
+            if isinstance(cmd, p.GoAhead) and self._persisted(cmd, persisted):
+                self._hand_out(cmd, True, False)
+        self.restart()
+
+    @staticmethod
+    def _persisted(cmd: p.GoAhead, persisted: list[dict[str, p.JSON]] | None) -> bool:
+        """D-5: a Persist earlier in the batch names both the attempt and the worker."""
+        if persisted is None:
+            return False
+        attempt = cmd.attempt
+        worker = cmd.worker
+        return any(_names(entry, attempt, worker) for entry in persisted)
+
+    def _go_ahead(self, cmd: p.GoAhead, persisted: list[dict[str, p.JSON]] | None) -> None:
+        self._hand_out(cmd, self._persisted(cmd, persisted), True)
+        conn = self.conns.get(cmd.worker)
+        if conn is not None:
+            self.down(conn, cmd)
+
+    def _hand_out(self, cmd: p.GoAhead, first: bool, sent: bool) -> None:
+        call = self.agents.by_args.get(cmd.arguments)
+        self.record(h.HandedOut(self.now, cmd.worker, cmd.attempt, cmd.key, cmd.tool, first,
+                                call.key if call is not None else cmd.key, sent))
+
+    def _publish(self, event: Any) -> None:
+        key = f"{event.session_id}/{event.turn_id}/{event.tool_call_id}"
+        self.record(h.RecordPublished(self.now, key, event.status, event.error))
+        self.agents.on_record(key, event.status)
+
+    def _drop(self, worker: str) -> None:
+        self.record(h.WorkerDeclaredLost(self.now, worker))
+        conn = self.conns.pop(worker, None)
+        if conn is not None:
+            self.server_closes(conn)
+
+    # -- timers: one heap entry per timer, moved lazily when a restart pushes it later -----------
+
+    def _start_timer(self, cmd: p.StartTimer) -> None:
+        deadline = self.now + cmd.delay
+        rec = self.timers.get(cmd.timer)
+        kind = cmd.kind
+        if kind is _HEARTBEAT_TIMEOUT and rec is not None and deadline >= rec[1]:
+            rec[0] = deadline
+            rec[2] = cmd
+            return
+        if kind is _QUEUE_TIMEOUT or kind is _APPROVAL_DEADLINE:
+            self.record(h.TimerStarted(self.now, kind, cmd.subject, _key_of(cmd)))
+        if rec is None:
+            rec = [deadline, deadline, cmd]
+            self.timers[cmd.timer] = rec
+            self.seq += 1
+            heapq.heappush(self.queue, (deadline, self.seq, self._timer, cmd.timer, rec))
+            return
+        rec[0] = deadline
+        rec[2] = cmd
+        if deadline < rec[1]:
+            rec[1] = deadline
+            self.at(deadline, self._timer, cmd.timer, rec)
+
+    def _timer(self, name: str, rec: list[Any]) -> None:
+        if self.timers.get(name) is not rec:
+            return
+        if rec[0] > self.now:
+            rec[1] = rec[0]
+            self.at(rec[0], self._timer, name, rec)
+            return
+        del self.timers[name]
+        cmd = rec[2]
+        self.record(h.TimerFired(self.now, cmd.kind, cmd.subject, _key_of(cmd)))
+        self.feed(p.TimerFired(self.now, name), True)
+
+
+def _key_of(cmd: p.StartTimer) -> str:
+    """The call a timer concerns: its key, or the call's key that starts an attempt's id."""
+    return cmd.key or cmd.subject.partition("#")[0]

@@ -1,0 +1,117 @@
+"""Outcome statistics of simulated runs: which records appear for each effect class, how often a
+call was retried, how long a record took, and every double run with whether it has the
+documented shape (TC-AMO-4)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from atmostonce.check.checkers import CallSummary, DoubleRun
+from atmostonce.spec.policy import EffectClass
+from atmostonce.spec.records import Record
+
+EFFECTS = tuple(e.value for e in EffectClass)
+RECORDS = tuple(r.value for r in Record)
+
+
+@dataclass(frozen=True, slots=True)
+class RunStats:
+    """What one run produced."""
+
+    calls: int
+    records: tuple[tuple[str, str, int], ...]
+    """(effect class, record or "none", count)."""
+    retries: tuple[tuple[str, int], ...]
+    """(effect class, attempts beyond each call's first)."""
+    times: tuple[tuple[str, float], ...]
+    """(effect class, seconds from ask to record), one per recorded call."""
+    double_runs: tuple[DoubleRun, ...]
+    witnessed: frozenset[str]
+    restarts: int
+    events: int
+    sim_seconds: float
+
+
+def run_stats(summaries: Iterable[CallSummary], double_runs: Iterable[DoubleRun],
+              witnessed: Iterable[str], restarts: int, events: int,
+              sim_seconds: float) -> RunStats:
+    counts: dict[tuple[str, str], int] = {}
+    retries: dict[str, int] = {}
+    times: list[tuple[str, float]] = []
+    calls = 0
+    for s in summaries:
+        calls += 1
+        effect = s.effect.value
+        record = s.status.value if s.status is not None else "none"
+        counts[(effect, record)] = counts.get((effect, record), 0) + 1
+        if s.attempts > 1:
+            retries[effect] = retries.get(effect, 0) + s.attempts - 1
+        if s.recorded_at is not None:
+            times.append((effect, s.recorded_at - s.asked_at))
+    return RunStats(calls, tuple((e, r, n) for (e, r), n in sorted(counts.items())),
+                    tuple(sorted(retries.items())), tuple(times), tuple(double_runs),
+                    frozenset(witnessed), restarts, events, sim_seconds)
+
+
+class Totals:
+    """Statistics summed over the runs of a campaign."""
+
+    def __init__(self) -> None:
+        self.runs = 0
+        self.calls = 0
+        self.events = 0
+        self.sim_seconds = 0.0
+        self.restarts = 0
+        self.records: dict[str, dict[str, int]] = {e: {} for e in EFFECTS}
+        self.retries: dict[str, int] = {}
+        self.times: dict[str, list[float]] = {}
+        self.double_runs = 0
+        self.documented = 0
+        self.fenced = 0
+        self.witnessed: set[str] = set()
+
+    def add(self, stats: RunStats) -> None:
+        self.runs += 1
+        self.calls += stats.calls
+        self.events += stats.events
+        self.sim_seconds += stats.sim_seconds
+        self.restarts += stats.restarts
+        for effect, record, n in stats.records:
+            row = self.records[effect]
+            row[record] = row.get(record, 0) + n
+        for effect, n in stats.retries:
+            self.retries[effect] = self.retries.get(effect, 0) + n
+        for effect, seconds in stats.times:
+            self.times.setdefault(effect, []).append(seconds)
+        for d in stats.double_runs:
+            self.double_runs += 1
+            self.documented += d.documented
+            self.fenced += d.fence
+        self.witnessed |= stats.witnessed
+
+    def time_to_record(self) -> Mapping[str, tuple[float, float, float]]:
+        """Per effect class: mean, median and 99th percentile seconds from ask to record."""
+        out: dict[str, tuple[float, float, float]] = {}
+        for effect, values in self.times.items():
+            ordered = sorted(values)
+            n = len(ordered)
+            out[effect] = (sum(ordered) / n, ordered[n // 2], ordered[min(n - 1, n * 99 // 100)])
+        return out
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "runs": self.runs,
+            "calls": self.calls,
+            "events": self.events,
+            "simulated_seconds": round(self.sim_seconds, 3),
+            "server_restarts": self.restarts,
+            "records": {e: dict(sorted(r.items())) for e, r in self.records.items() if r},
+            "retries": dict(sorted(self.retries.items())),
+            "time_to_record": {e: {"mean": round(m, 4), "p50": round(p50, 4),
+                                   "p99": round(p99, 4)}
+                               for e, (m, p50, p99) in sorted(self.time_to_record().items())},
+            "double_runs": {"total": self.double_runs, "documented_shape": self.documented,
+                            "with_fence": self.fenced},
+            "witnessed": sorted(self.witnessed),
+        }

@@ -1,0 +1,261 @@
+"""Worker processes: connect, poll when idle, run one tool at a time on a go-ahead, heartbeat
+while it runs, write to the tool's service at a random moment, and report the result.
+
+Cancellation is cooperative and this worker ignores it: a cancelled tool runs on (TC-AMO-3).
+A worker whose lease runs out, because the server has heard nothing from it for `lease`
+seconds, stops its run and comes back on a fresh connection (D-12); a crash kills the run and
+the process comes back later as a fresh worker.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from atmostonce.check import history as h
+from atmostonce.check import protocol as p
+from atmostonce.sim.faults import Fault, FaultKind
+from atmostonce.sim.network import Conn
+from atmostonce.sim.workload import RunPlan
+
+if TYPE_CHECKING:
+    from atmostonce.sim.engine import Simulation
+
+POLL_INTERVAL = (1.0, 3.0)
+HEARTBEAT_INTERVAL = 1.5
+
+
+class Run:
+    """One run of a tool at a worker, as the ledger knows it."""
+
+    __slots__ = ("attempt", "conn", "ends_at", "gen", "id", "key", "live", "plan", "tool")
+
+    def __init__(self, run_id: int, conn: Conn, attempt: str, key: str, tool: str,
+                 plan: RunPlan, ends_at: float) -> None:
+        self.id = run_id
+        self.conn = conn
+        self.attempt = attempt
+        self.key = key
+        self.tool = tool
+        self.plan = plan
+        self.ends_at = ends_at
+        self.gen = 0
+        self.live = True
+
+
+class Worker:
+    """A worker process; each connection it makes is a fresh worker to the executor."""
+
+    __slots__ = ("alive", "conn", "cut", "cut_until", "extra", "extra_until", "incarnation",
+                 "index", "name", "run", "sim", "stall")
+
+    def __init__(self, sim: Simulation, index: int) -> None:
+        self.sim = sim
+        self.index = index
+        self.name = f"w{index}"
+        self.incarnation = 0
+        self.alive = True
+        self.conn: Conn | None = None
+        self.run: Run | None = None
+        self.cut = False
+        self.cut_until = 0.0
+        self.extra = 0.0
+        self.extra_until = 0.0
+        self.stall = 0.0
+
+    # -- connecting and polling -------------------------------------------------------------------
+
+    def start_up(self, _a: object = None, _b: object = None) -> None:
+        self.alive = True
+        self.connect()
+
+    def connect(self) -> None:
+        """A fresh connection, named `w<index>.<incarnation>`."""
+        sim = self.sim
+        self.incarnation += 1
+        conn = Conn(f"{self.name}.{self.incarnation}", self, sim.now)
+        self.conn = conn
+        sim.conns[conn.id] = conn
+        sim.record(h.WorkerConnected(sim.now, conn.id))
+        sim.up(conn, p.Connected, (conn.id,))
+        self.poll(conn)
+
+    def poll(self, conn: Conn, _b: object = None) -> None:
+        if conn is not self.conn or not conn.worker_open or self.run is not None:
+            return
+        sim = self.sim
+        if sim.paused_until > sim.now:
+            sim.at(sim.paused_until + 0.5 * sim.rnd(), self.poll, conn)
+            return
+        sim.up(conn, p.Poll, (conn.id,))
+
+    def receive(self, conn: Conn, cmd: p.Command) -> None:
+        """A command arrived on `conn`; Cancel is ignored, as cooperative cancellation allows."""
+        kind = type(cmd)
+        if kind is p.NoWork:
+            sim = self.sim
+            low, high = POLL_INTERVAL
+            sim.at(sim.now + low + (high - low) * sim.rnd(), self.poll, conn)
+        elif kind is p.GoAhead and conn is self.conn and self.run is None and self.alive:
+            self._start(conn, cmd)  # type: ignore[arg-type]
+
+    # -- running a tool ---------------------------------------------------------------------------
+
+    def _start(self, conn: Conn, cmd: p.GoAhead) -> None:
+        """D-5: the tool starts only on the go-ahead; the ledger records who ran what."""
+        sim = self.sim
+        now = sim.now
+        call = sim.agents.by_args.get(cmd.arguments)
+        plan = call.next_run() if call is not None else RunPlan(0.1, True, 0.5)
+        run_id = sim.ledger.next_run()
+        duration = plan.duration + self.stall
+        self.stall = 0.0
+        run = Run(run_id, conn, cmd.attempt, cmd.key, cmd.tool, plan, now + duration)
+        self.run = run
+        sim.record(h.RunStarted(now, run_id, conn.id, cmd.attempt, cmd.key, cmd.tool,
+                                call.key if call is not None else cmd.key))
+        sim.up(conn, p.Started, (conn.id, cmd.attempt))
+        sim.at(run.ends_at, self._end, run, 0)
+        if sim.ledger.writes(cmd.tool):
+            sim.at(now + plan.apply_at * duration, self._apply, run)
+        if duration > HEARTBEAT_INTERVAL:
+            sim.at(now + HEARTBEAT_INTERVAL, self._beat, run)
+        deadline = conn.last_receipt + sim.config.lease
+        if run.ends_at > deadline:
+            sim.at(deadline, self._lease, run)
+
+    def _apply(self, run: Run, _b: object) -> None:
+        if run.live:
+            sim = self.sim
+            applied = sim.ledger.write(run.tool, run.key)
+            sim.record(h.EffectApplied(sim.now, run.id, run.key, applied))
+
+    def _beat(self, run: Run, _b: object) -> None:
+        if run.live:
+            sim = self.sim
+            sim.up(run.conn, p.Heartbeat, (run.conn.id, run.attempt))
+            sim.at(sim.now + HEARTBEAT_INTERVAL, self._beat, run)
+
+    def _end(self, run: Run, gen: int) -> None:
+        if not run.live or gen != run.gen:
+            return
+        sim = self.sim
+        run.live = False
+        self.run = None
+        ok = run.plan.ok
+        sim.record(h.RunEnded(sim.now, run.id, h.RunEnd.RETURNED if ok else h.RunEnd.TOOL_FAILED))
+        output = f"result of {run.tool}" if ok else f"{run.tool} failed"
+        sim.up(run.conn, p.Finished, (run.conn.id, run.attempt, ok, output))
+        self._idle()
+
+    def _lease(self, run: Run, _b: object) -> None:
+        """D-12: stop the run once the server has heard nothing for `lease` seconds."""
+        if not run.live:
+            return
+        sim = self.sim
+        deadline = run.conn.last_receipt + sim.config.lease
+        if deadline > sim.now:
+            sim.at(deadline, self._lease, run)
+            return
+        run.live = False
+        self.run = None
+        sim.record(h.RunEnded(sim.now, run.id, h.RunEnd.STOPPED))
+        self._abandon(run.conn)
+        self._idle()
+
+    def _idle(self) -> None:
+        conn = self.conn
+        if conn is not None and conn.worker_open:
+            self.poll(conn)
+        elif self.alive and not self.cut:
+            self.connect()
+
+    def _abandon(self, conn: Conn) -> None:
+        conn.worker_open = False
+        conn.drop_held()
+
+    def closed(self, conn: Conn, _b: object = None) -> None:
+        """The worker learns that the server closed `conn`; a run on it goes on until the lease
+        runs out, then the worker comes back fresh."""
+        if conn is not self.conn or not conn.worker_open:
+            return
+        self._abandon(conn)
+        if self.run is None and self.alive and not self.cut:
+            self.connect()
+
+    # -- faults -----------------------------------------------------------------------------------
+
+    def fault(self, fault: Fault) -> None:
+        sim = self.sim
+        kind = fault.kind
+        if kind is FaultKind.CRASH:
+            self._crash(fault.duration)
+        elif kind is FaultKind.PARTITION:
+            until = sim.now + fault.duration
+            if until > self.cut_until:
+                self.cut_until = until
+                sim.at(until, self._heal, until)
+            if not self.cut:
+                self.cut = True
+                sim.record(h.WorkerCut(sim.now, self._label()))
+        elif kind is FaultKind.DELAY:
+            self.extra = fault.extra
+            self.extra_until = sim.now + fault.duration
+        elif kind is FaultKind.STALL:
+            run = self.run
+            if run is not None and run.live:
+                run.gen += 1
+                run.ends_at += fault.extra
+                sim.at(run.ends_at, self._end, run, run.gen)
+                sim.at(run.conn.last_receipt + sim.config.lease, self._lease, run)
+                sim.at(sim.now + HEARTBEAT_INTERVAL, self._beat, run)
+            else:
+                self.stall = fault.extra
+
+    def _label(self) -> str:
+        return self.conn.id if self.conn is not None else self.name
+
+    def _crash(self, down_for: float) -> None:
+        if not self.alive:
+            return
+        sim = self.sim
+        self.alive = False
+        sim.record(h.WorkerCrashed(sim.now, self._label()))
+        run = self.run
+        if run is not None and run.live:
+            run.live = False
+            sim.record(h.RunEnded(sim.now, run.id, h.RunEnd.KILLED))
+        self.run = None
+        if self.conn is not None:
+            self._abandon(self.conn)
+        sim.at(sim.now + down_for, self._come_back)
+
+    def _come_back(self, _a: object, _b: object) -> None:
+        if not self.alive:
+            self.alive = True
+            if not self.cut:
+                self.connect()
+
+    def _heal(self, until: float, _b: object) -> None:
+        if not self.cut or until != self.cut_until:
+            return
+        self.heal()
+
+    def heal(self) -> None:
+        sim = self.sim
+        self.cut = False
+        sim.record(h.WorkerHealed(sim.now, self._label()))
+        conn = self.conn
+        if conn is None or not self.alive:
+            return
+        if conn.worker_open and conn.server_open:
+            sim.flush(conn)
+        elif conn.worker_open:
+            self.closed(conn)
+        elif self.run is None:
+            self.connect()
+
+    def settle(self) -> None:
+        """Quiescence: heal the link and end a slow one."""
+        self.extra_until = 0.0
+        if self.cut:
+            self.heal()

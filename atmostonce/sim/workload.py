@@ -1,0 +1,184 @@
+"""A seed's workload: the tools and their services, the sessions the agent runs, what the model
+asks in each turn, how each tool run behaves, what people answer, and the policy changes.
+
+Everything is drawn up front from the workload's own random stream, so the same seed gives the
+same workload whatever the fault schedule does to the run; calls the model asks again draw
+from a pool of spare plans, taken in order.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import random
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from atmostonce.check.protocol import ExecutorConfig
+from atmostonce.spec.policy import EffectClass, ToolHints, ToolPolicy
+
+
+class Service(enum.Enum):
+    """How the service a tool writes to treats a repeat (TC-EFF-*, TC-KEY-3)."""
+
+    NONE = "none"
+    """A read: it writes nothing."""
+    KEYED = "keyed"
+    """Drops a write whose idempotency key it already holds."""
+    PLAIN = "plain"
+    """Applies every write."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    name: str
+    service: Service
+    policy: ToolPolicy | None
+    hints: ToolHints | None
+
+
+_E = EffectClass
+CATALOGUE: tuple[ToolSpec, ...] = (
+    ToolSpec("search_docs", Service.NONE, ToolPolicy(_E.READ), None),
+    ToolSpec("lookup_order", Service.NONE, None, ToolHints(read_only=True)),
+    ToolSpec("update_address", Service.KEYED, ToolPolicy(_E.IDEMPOTENT_WRITE), None),
+    ToolSpec("refund", Service.KEYED, ToolPolicy(_E.IDEMPOTENT_WRITE, True), None),
+    ToolSpec("tag_ticket", Service.KEYED, None, ToolHints(idempotent=True)),
+    ToolSpec("cancel_order", Service.PLAIN, ToolPolicy(_E.NON_IDEMPOTENT_WRITE), None),
+    ToolSpec("send_email", Service.PLAIN, ToolPolicy(_E.NON_IDEMPOTENT_WRITE, False), None),
+    ToolSpec("post_comment", Service.PLAIN, None, ToolHints(read_only=False)),
+    ToolSpec("run_script", Service.PLAIN, None, None),
+)
+
+
+class Person(enum.Enum):
+    """What the person asked to approve a call does."""
+
+    APPROVE = "approve"
+    REJECT = "reject"
+    MISS = "miss"
+    """Never answers: the deadline rejects the call."""
+    LATE = "late"
+    """Approves after the deadline passed."""
+    TWICE = "twice"
+    """Approves, then approves again."""
+    FLIP = "flip"
+    """Approves, then rejects."""
+
+
+class RunPlan(NamedTuple):
+    """How one run of a tool behaves: how long, whether it returns, when a write applies (the
+    fraction of the run after which it reaches its service). A named tuple: one is drawn for
+    every possible attempt of every call, and tuples are cheap to make."""
+
+    duration: float
+    ok: bool
+    apply_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class CallPlan:
+    tool: str
+    runs: tuple[RunPlan, ...]
+    reask: bool
+    """Whether the model asks again after a failed or unknown record."""
+    person: Person
+    answer_after: float
+    second_after: float
+    stray: bool
+    """Someone answers although the call needs no approval (D-7)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionPlan:
+    session_id: str
+    start: float
+    default_effect: EffectClass | None
+    turns: tuple[tuple[CallPlan, ...], ...]
+    think: tuple[float, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyChange:
+    at: float
+    tool: str
+    policy: ToolPolicy | None
+    hints: ToolHints | None
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    tools: tuple[ToolSpec, ...]
+    sessions: tuple[SessionPlan, ...]
+    changes: tuple[PolicyChange, ...]
+    spares: tuple[CallPlan, ...]
+    workers: int
+    fence: bool
+    window: float
+    """The time within which sessions start and faults strike."""
+
+
+def executor_config(fence: bool) -> ExecutorConfig:
+    """The executor's options in the simulation: short timeouts so that every timer matters
+    within a run; the lease is shorter than the heartbeat timeout (D-12)."""
+    return ExecutorConfig(max_attempts=3, retry_backoff=0.3, queue_timeout=5.0, run_timeout=8.0,
+                          heartbeat_timeout=6.0, lease=3.0, approval_deadline=10.0, fence=fence)
+
+
+def draw(rng: random.Random) -> Workload:
+    """A seed's workload, everything drawn from `rng` up front."""
+    fence = rng.random() < 0.3
+    config = executor_config(fence)
+    count = rng.randint(5, 8)
+    tools = tuple(rng.sample(CATALOGUE, count))
+    names = [t.name for t in tools]
+    window = 30.0
+    sessions = []
+    for s in range(rng.randint(12, 20)):
+        turns = []
+        for _ in range(rng.randint(2, 6)):
+            picked = rng.sample(names, min(len(names), _calls_in_turn(rng)))
+            turns.append(tuple(_call(rng, name, config) for name in picked))
+        default = rng.choice(list(EffectClass)) if rng.random() < 0.3 else None
+        sessions.append(SessionPlan(f"s{s + 1}", rng.uniform(0.0, window / 3), default,
+                                    tuple(turns),
+                                    tuple(rng.uniform(0.1, 1.0) for _ in range(len(turns) + 4))))
+    changes = tuple(sorted(
+        (PolicyChange(rng.uniform(1.0, window), *_policy(rng, rng.choice(names)))
+         for _ in range(rng.randint(0, 4))),
+        key=lambda c: c.at))
+    spares = tuple(_call(rng, "", config) for _ in range(16))
+    return Workload(tools, tuple(sessions), changes, spares, rng.randint(2, 4), fence, window)
+
+
+def _calls_in_turn(rng: random.Random) -> int:
+    r = rng.random()
+    return 1 if r < 0.5 else 2 if r < 0.85 else 3
+
+
+def _call(rng: random.Random, tool: str, config: ExecutorConfig) -> CallPlan:
+    rnd = rng.random
+    runs = tuple(
+        RunPlan(min(4.0, 0.02 - 0.6 * math.log(1.0 - rnd())), rnd() < 0.9, rnd())
+        for _ in range(config.max_attempts)
+    )
+    r = rnd()
+    person = (Person.APPROVE if r < 0.55 else Person.REJECT if r < 0.70 else
+              Person.MISS if r < 0.80 else Person.LATE if r < 0.85 else
+              Person.TWICE if r < 0.95 else Person.FLIP)
+    deadline = config.approval_deadline
+    if person is Person.LATE:
+        after = deadline + rng.uniform(0.2, 4.0)
+    else:
+        after = 0.1 + (0.8 * deadline - 0.1) * rnd()
+    return CallPlan(tool, runs, rnd() < 0.7, person, after, 3.0 * rnd(), rnd() < 0.03)
+
+
+def _policy(rng: random.Random, tool: str) -> tuple[str, ToolPolicy | None, ToolHints | None]:
+    r = rng.random()
+    if r < 0.7:
+        approval = rng.choice((None, None, True, False))
+        return tool, ToolPolicy(rng.choice(list(EffectClass)), approval), None
+    if r < 0.85:
+        return tool, None, ToolHints(read_only=rng.choice((True, False)))
+    return tool, None, None

@@ -1,0 +1,39 @@
+"""The simulation catches every deliberately broken executor by the property it breaks (a
+checking layer that passes a mutant is broken), within a few seeds of a fixed search order."""
+
+from __future__ import annotations
+
+import pytest
+
+from atmostonce.check.mutants import EXECUTOR_MUTANTS, ExecutorMutant
+from atmostonce.executor import reference
+from atmostonce.sim.run import RunResult, run_seed
+
+SEARCH = tuple((profile, seed) for profile in ("chaos", "timeouts", "restarts")
+               for seed in range(30))
+
+
+def first_catch(mutant: ExecutorMutant) -> RunResult | None:
+    for profile, seed in SEARCH:
+        run = run_seed(seed, profile, mutant.factory, mutant.path, stop_on=mutant.expect)
+        if any(v.property == mutant.expect for v in run.violations):
+            return run
+    return None
+
+
+@pytest.mark.parametrize("name", sorted(EXECUTOR_MUTANTS))
+def test_the_simulation_catches_the_executor_mutant(name: str) -> None:
+    mutant = EXECUTOR_MUTANTS[name]
+    caught = first_catch(mutant)
+    assert caught is not None, f"{name} ({mutant.summary}) escaped the simulation"
+    again = run_seed(caught.seed, caught.scenario.profile.name, reference)
+    assert again.ok, "the reference passes the seed that catches the mutant"
+
+
+def test_the_checks_run_online_and_can_stop_a_run_at_its_first_violation() -> None:
+    mutant = EXECUTOR_MUTANTS["go_ahead_before_persist"]
+    whole = run_seed(0, "chaos", mutant.factory, mutant.path)
+    stopped = run_seed(0, "chaos", mutant.factory, mutant.path, stop_on="*")
+    assert not whole.ok
+    assert stopped.violations[0] == whole.violations[0]
+    assert stopped.stats.events < whole.stats.events / 10
