@@ -160,15 +160,8 @@ def cmd_check(args: argparse.Namespace) -> int:
                        stop_at_first=not args.all_violations, max_states=args.max_states)
     if args.out:
         traces = report.violations + ([report.double_run] if report.double_run else [])
-        from atmostonce.model.trace import Trace, config_json
-
-        def as_json(t: Trace) -> dict[str, object]:
-            return {"format": "atmostonce-trace/1", "kind": t.kind, "property": t.property,
-                    "message": t.message, "config": config_json(config),
-                    "steps": [step.action for step in t.steps]}
-
         with open(args.out, "w") as handle:
-            json.dump([as_json(t) for t in traces], handle, indent=2)
+            json.dump([t.as_json() for t in traces], handle, indent=2)
     if args.json:
         print(json.dumps(report.as_json(), indent=2))
     else:

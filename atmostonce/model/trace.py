@@ -7,7 +7,6 @@ on concrete states, so calls keep the numbers they were asked with and workers k
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,17 +36,19 @@ class Trace:
     message: str
     kind: str
     steps: list[Step]
-    final: State
+    config: dict[str, Any]
+    final: dict[str, Any]
 
-    def as_json(self, system: System) -> dict[str, Any]:
+    def as_json(self) -> dict[str, Any]:
+        """The trace as the executor layers replay it: the bounds and the concrete steps."""
         return {
             "format": TRACE_FORMAT,
             "kind": self.kind,
             "property": self.property,
             "message": self.message,
-            "config": config_json(system.config),
+            "config": self.config,
             "steps": [step.action for step in self.steps],
-            "final": describe_state(system, self.final),
+            "final": self.final,
         }
 
     def render(self) -> str:
@@ -95,7 +96,8 @@ def build(explorer: Explorer, finding: Finding, kind: str) -> Trace:
                 break
         else:  # pragma: no cover - the explorer only stores reachable states
             raise RuntimeError(f"trace replay lost its way at step {number}")
-    return Trace(finding.property, finding.message, kind, steps, state)
+    return Trace(finding.property, finding.message, kind, steps, config_json(system.config),
+                 describe_state(system, state))
 
 
 def _tool(system: System, t: int) -> str:
@@ -229,7 +231,3 @@ def diff(system: System, before: State, after: State) -> list[str]:
             out.append(f"service of {tool}: effects applied {b['effects_by_tool'].get(tool)} -> "
                        f"{count}")
     return out
-
-
-def dump(system: System, traces: list[Trace]) -> str:
-    return json.dumps([t.as_json(system) for t in traces], indent=2)
