@@ -172,11 +172,15 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_mutants(args: argparse.Namespace) -> int:
+    from atmostonce.check.mutants import EXECUTOR_MUTANTS
     from atmostonce.model import mutants
 
-    for m in mutants.MUTANTS:
-        line = f"model {m.name}"
-        print(f"{line:<45} {m.clause:<22} {m.summary}" if args.verbose else line)
+    rows = [("model", m.name, m.clause, m.expect, m.summary) for m in mutants.MUTANTS]
+    rows += [("executor", m.name, m.clause, m.expect, m.summary)
+             for m in EXECUTOR_MUTANTS.values()]
+    for kind, name, clause, expect, summary in rows:
+        line = f"{kind} {name}"
+        print(f"{line:<46} {clause:<22} {expect:<28} {summary}" if args.verbose else line)
     return EXIT_OK
 
 
@@ -295,10 +299,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     mutants = sub.add_parser(
         "mutants", help="list the deliberately broken variants the checks must catch",
-        description="Every mutant the package ships, one per line as KIND NAME.",
+        description="Every mutant the package ships, one per line as KIND NAME: `model` ones "
+        "for `atmostonce check --mutant NAME`, `executor` ones for `atmostonce verify "
+        "--executor atmostonce.check.mutants:NAME`.",
     )
     mutants.add_argument("-v", "--verbose", action="store_true",
-                         help="add the clause each mutant breaks and what it does")
+                         help="add the clause each mutant breaks, the property that must "
+                         "catch it, and what it does")
     mutants.set_defaults(func=cmd_mutants)
 
     diagrams = sub.add_parser(

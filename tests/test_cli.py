@@ -53,7 +53,7 @@ def test_check_json_reports_the_exploration() -> None:
 
 def test_check_of_a_mutant_exits_1_with_the_counterexample(tmp_path: object) -> None:
     out = f"{tmp_path}/trace.json"
-    done = run("check", "--mutant", "second-worker", "--out", out)
+    done = run("check", "--mutant", "second_worker", "--out", out)
     assert done.returncode == 1
     assert "counterexample of A-ONE-WORKER" in done.stdout
     with open(out) as handle:
@@ -75,11 +75,13 @@ def test_check_rejects_bad_bounds_with_one_line(args: list[str], message: str) -
     assert done.stderr.count("\n") == 1
 
 
-def test_mutants_lists_every_model_mutant_as_kind_and_name() -> None:
+def test_mutants_lists_every_mutant_as_kind_and_name() -> None:
+    from atmostonce.check.mutants import EXECUTOR_MUTANTS
     from atmostonce.model.mutants import MUTANTS
 
     done = run("mutants")
     assert done.returncode == 0
     lines = done.stdout.splitlines()
-    assert {f"model {m.name}" for m in MUTANTS} <= set(lines)
+    expected = {f"model {m.name}" for m in MUTANTS} | {f"executor {m}" for m in EXECUTOR_MUTANTS}
+    assert set(lines) == expected
     assert all(len(line.split()) == 2 for line in lines)

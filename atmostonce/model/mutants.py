@@ -8,7 +8,7 @@ every one to be caught by exactly the property it names.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from atmostonce.model.system import (
     CALL_SINGLE,
@@ -75,50 +75,50 @@ def _succeed_on_loss() -> Protocol:
 
 
 MUTANTS: tuple[ModelMutant, ...] = (
-    ModelMutant("retry-non-idempotent", "TC-EFF-NONIDEM",
+    ModelMutant("retry_non_idempotent", "TC-EFF-NONIDEM",
                 "a non-idempotent write whose worker was lost gets a second attempt",
                 "A-ONE-ATTEMPT", _retry_non_idempotent),
-    ModelMutant("did-not-run-after-reach", "TC-REC-NOTRUN",
+    ModelMutant("did_not_run_after_reach", "TC-REC-NOTRUN",
                 "an attempt lost after it reached a worker is recorded as never run",
                 "A-DID-NOT-RUN-TRUE", _did_not_run_after_reach),
-    ModelMutant("second-worker", "TC-AMO-1",
+    ModelMutant("second_worker", "TC-AMO-1",
                 "a lost attempt is handed to another worker instead of being decided",
                 "A-ONE-WORKER", lambda: Protocol(rehand_lost=True)),
-    ModelMutant("retry-after-unknown", "TC-REC-EXHAUST-OTHER",
+    ModelMutant("retry_after_unknown", "TC-REC-EXHAUST-OTHER",
                 "a call recorded outcome_unknown is queued for another attempt",
                 "A-NO-ATTEMPT-AFTER-UNKNOWN", lambda: Protocol(retry_after_unknown=True)),
-    ModelMutant("approval-default-skipped", "TC-APR-2",
+    ModelMutant("approval_default_skipped", "TC-APR-2",
                 "only an explicit requires_approval=true makes a call wait; the class default "
                 "is ignored", "A-APPROVAL", lambda: Protocol(approval_default=False)),
-    ModelMutant("reach-after-go-ahead", "D-5",
+    ModelMutant("reach_after_go_ahead", "D-5",
                 "the journal records the reach only when the first heartbeat arrives, after "
                 "the go-ahead", "A-DID-NOT-RUN-TRUE", lambda: Protocol(reach_at_hand=False)),
-    ModelMutant("no-self-fence", "D-12",
+    ModelMutant("no_self_fence", "D-12",
                 "a cut-off worker goes on running its tool after the server declared it lost",
                 "A-DOUBLE-RUN-SHAPE", lambda: Protocol(self_fence=False)),
-    ModelMutant("late-result-overwrites", "TC-REC-1",
+    ModelMutant("late_result_overwrites", "TC-REC-1",
                 "a result arriving after the call was recorded replaces the record",
                 "A-ONE-RECORD", lambda: Protocol(late_result_overwrites=True)),
-    ModelMutant("retry-new-key", "TC-KEY-1",
+    ModelMutant("retry_new_key", "TC-KEY-1",
                 "a retry passes a different idempotency key", "A-SAME-KEY",
                 lambda: Protocol(retry_key_changes=True)),
-    ModelMutant("policy-change-reaches-asked-call", "TC-SNAP-1",
+    ModelMutant("policy_change_reaches_asked_call", "TC-SNAP-1",
                 "a policy change applies to calls asked before it", "A-ONE-ATTEMPT",
                 lambda: Protocol(snapshot_policy=False)),
-    ModelMutant("fence-ignored", "D-6",
+    ModelMutant("fence_ignored", "D-6",
                 "with the fence on, a new call of the tool still starts while the abandoned "
                 "run goes on", "A-FENCE", lambda: Protocol(fence_checked=False),
                 {"fence": True}),
-    ModelMutant("reconcile-without-history", "TC-RCN-ONCE",
+    ModelMutant("reconcile_without_history", "TC-RCN-ONCE",
                 "the reconcile job sends reports without reading the history first",
                 "E-RECONCILE-ONCE", lambda: Protocol(reconcile_reads_history=False)),
-    ModelMutant("read-unknown", "TC-REC-EXHAUST-READ",
+    ModelMutant("read_unknown", "TC-REC-EXHAUST-READ",
                 "a read out of attempts after a worker loss records outcome_unknown",
                 "A-EXHAUSTED-RECORD", _read_unknown),
-    ModelMutant("lost-attempt-forgotten", "TC-REC-1",
+    ModelMutant("lost_attempt_forgotten", "TC-REC-1",
                 "an attempt whose worker was declared lost is never decided, so the call waits "
                 "for ever", "E-EVERY-CALL-RECORDED", lambda: Protocol(decide_lost=False)),
-    ModelMutant("succeed-on-loss", "TC-REC-SUCC",
+    ModelMutant("succeed_on_loss", "TC-REC-SUCC",
                 "a call whose worker was lost is recorded succeeded", "A-SUCCEEDED-RETURNED",
                 _succeed_on_loss),
 )
@@ -127,14 +127,7 @@ BY_NAME: Mapping[str, ModelMutant] = {m.name: m for m in MUTANTS}
 
 
 def get(name: str) -> ModelMutant:
-    mutant = BY_NAME.get(name)
+    mutant = BY_NAME.get(name.replace("-", "_"))
     if mutant is None:
         raise SpecError(f"unknown model mutant {name!r} (known: {', '.join(BY_NAME)})")
     return mutant
-
-
-def configure(mutant: ModelMutant, config: object) -> object:
-    from atmostonce.model.config import ModelConfig
-
-    assert isinstance(config, ModelConfig)
-    return replace(config, mutant=mutant.name, **mutant.config)  # type: ignore[arg-type]

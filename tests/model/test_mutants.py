@@ -24,6 +24,6 @@ def test_mutant_is_caught_with_a_counterexample(mutant: ModelMutant) -> None:
 
 def test_at_least_the_mutants_the_issue_names_exist() -> None:
     names = {m.name for m in mutants.MUTANTS}
-    assert {"retry-non-idempotent", "did-not-run-after-reach", "second-worker",
-            "retry-after-unknown", "approval-default-skipped", "reach-after-go-ahead"} <= names
+    assert {"retry_non_idempotent", "did_not_run_after_reach", "second_worker",
+            "retry_after_unknown", "approval_default_skipped", "reach_after_go_ahead"} <= names
     assert len({m.expect for m in mutants.MUTANTS}) >= 10
