@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from atmostonce.model import system as s
 from atmostonce.model.system import Call, State, System
 from atmostonce.spec.policy import EffectClass
-from atmostonce.spec.properties import Kind, of_kind, record_witness_id
+from atmostonce.spec.properties import RECORDS_ALLOWED, Kind, of_kind, record_witness_id
+from atmostonce.spec.records import Record
 
 INFRASTRUCTURE_ENDS = (s.E_NOT_REACHED, s.E_LOST, s.E_LOST_RESTART, s.E_CANCELLED)
 RECORDS = s.RECORD_OF_STATE
@@ -46,16 +47,15 @@ class Properties:
     def _wanted(self) -> set[str]:
         """The sometimes-properties this configuration can witness."""
         cfg = self.config
-        effects = {t.effect for t in cfg.tools} | {
-            t.variant(True).effect for t in cfg.tools if cfg.policy_changes
-        }
-        wanted = set()
-        for p in of_kind(Kind.SOMETIMES):
-            if p.id.startswith("S-RECORD-"):
-                if any(p.id.startswith(f"S-RECORD-{e.value}-") for e in effects):
-                    wanted.add(p.id)
-            else:
-                wanted.add(p.id)
+        policies = [t.variant(False) for t in cfg.tools]
+        if cfg.policy_changes:
+            policies += [t.variant(True) for t in cfg.tools]
+        effects = {v.effect for v in policies}
+        wanted = {p.id for p in of_kind(Kind.SOMETIMES) if not p.id.startswith("S-RECORD-")}
+        for v in policies:
+            for record in RECORDS_ALLOWED[v.effect]:
+                if record is not Record.REJECTED or v.requires_approval:
+                    wanted.add(record_witness_id(v.effect, record))
         single_tools = any(not t.variant(False).retries_allowed for t in cfg.tools)
         if cfg.fence or not single_tools or not cfg.reasks or not cfg.timeouts or not cfg.faults:
             wanted.discard("S-DOUBLE-RUN")
@@ -80,8 +80,6 @@ class Properties:
                 memo[cid] = checks
             for pid, message in checks:
                 found.append(Violation(pid, i, message))
-        if self.config.fence:
-            self._fence_violations(self.system.calls_of(state), found)
         return found
 
     def _judge(self, c: Call) -> tuple[tuple[str, str], ...]:
@@ -159,20 +157,6 @@ class Properties:
                  f"{_a(effect.value)} call out of attempts after a worker reach "
                  f"({s.END_NAMES[end]}) recorded {RECORDS[c[s.CS]].value}, not "
                  f"{RECORDS[expected].value}")]
-
-    def _fence_violations(self, calls: list[Call], found: list[Violation]) -> None:
-        for tool in range(len(self.config.tools)):
-            if self.truth[tool][0].retries_allowed:
-                continue
-            orphans = [i for i, c in enumerate(calls) if c[s.T] == tool and c[s.CS] in RECORDS
-                       and self.system.runs(c[s.RUNS])]
-            live = [i for i, c in enumerate(calls) if c[s.T] == tool
-                    and c[s.CS] not in RECORDS and self.system.runs(c[s.RUNS])]
-            if orphans and live:
-                found.append(Violation(
-                    "A-FENCE", live[0],
-                    f"with the fence on, it runs while the abandoned run of call {orphans[0]} "
-                    "of the same tool goes on"))
 
     # -- sometimes ------------------------------------------------------------------------------
 

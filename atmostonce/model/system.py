@@ -258,7 +258,7 @@ class System:
         self._runsets: list[tuple[Run, ...]] = []
         self._runset_ids: dict[tuple[Run, ...], int] = {}
         self._refs: list[tuple[tuple[int, int], ...]] = []
-        self._info: list[tuple[int, int, int, int]] = []
+        self._info: list[tuple[int, int, int, int, int]] = []
         self._ws_memo: dict[tuple[tuple[int, ...], int, str], tuple[int, ...]] = {}
         self._loads2: list[tuple[int, int]] = []
         self._all_perms = list(permutations(range(config.workers)))
@@ -296,16 +296,21 @@ class System:
                 self._loads2.append((loads.get(0, 0), loads.get(1, 0)))
         return cid
 
-    def _call_info(self, call: Call) -> tuple[int, int, int, int]:
+    def _call_info(self, call: Call) -> tuple[int, int, int, int, int]:
         """Bit masks a state's successors need from each call: the workers it keeps busy, its
-        tool if a run of it was abandoned, the worker of that run, its tool if in flight."""
+        tool if the server counts an abandoned run of it, the worker of that run, its tool if
+        in flight, and its tool if a run of it really goes on after its record (ground truth,
+        for the A-FENCE check)."""
+        runs = self._runsets[call[RUNS]]
         busy = 1 << call[AW] if call[AS] == A_HANDED else 0
-        for run in self._runsets[call[RUNS]]:
+        for run in runs:
             busy |= 1 << run[0]
         abandoned = 1 << call[T] if call[ABW] >= 0 else 0
         named = 1 << call[ABW] if call[ABW] >= 0 else 0
-        in_flight = 0 if call[CS] in RECORD_OF_STATE else 1 << call[T]
-        return busy, abandoned, named, in_flight
+        recorded = call[CS] in RECORD_OF_STATE
+        in_flight = 0 if recorded else 1 << call[T]
+        orphan = 1 << call[T] if recorded and runs else 0
+        return busy, abandoned, named, in_flight, orphan
 
     def _worker_refs(self, call: Call) -> tuple[tuple[int, int], ...]:
         """(worker, weight) for each way the call names a worker; weights tell roles apart."""
@@ -547,14 +552,15 @@ class System:
             out.append(Successor(label, tuple(gl2) + ws2 + new_ids,
                                  tuple(notes) if notes else _NO_NOTES, fair))
 
-        busy = abandoned_tools = named = in_flight = 0
+        busy = abandoned_tools = named = in_flight = orphan_tools = 0
         info = self._info
         for cid in ids:
-            b, a, nm, fl = info[cid]
+            b, a, nm, fl, orph = info[cid]
             busy |= b
             abandoned_tools |= a
             named |= nm
             in_flight |= fl
+            orphan_tools |= orph
         # Idle workers that are up and named by no abandoned run are interchangeable, so a
         # queued attempt is offered to the first of them only (and to every named one).
         idle_up: list[int] = []
@@ -572,11 +578,12 @@ class System:
             cid = ids[i]
             tool = c[T]
             fenced = fence and bool(abandoned_tools >> tool & 1)
-            key = (cid, ws, idle_t, fenced, to_ok, rsk_ok, gl[TE] >> (2 * tool) & 3,
+            orphaned = self.config.fence and bool(orphan_tools >> tool & 1)
+            key = (cid, ws, idle_t, fenced, orphaned, to_ok, rsk_ok, gl[TE] >> (2 * tool) & 3,
                    gl[TV] >> tool & 1)
             local = memo.get(key)
             if local is None:
-                local = self._local(c, ws, idle_t, fenced, to_ok, rsk_ok,
+                local = self._local(c, ws, idle_t, fenced, orphaned, to_ok, rsk_ok,
                                     gl[TE] >> (2 * tool) & 3, gl[TV] >> tool & 1)
                 memo[key] = local
             for kind, b, new_cid, deltas, extra, notes, fair in local:
@@ -649,7 +656,7 @@ class System:
         return out
 
     def _local(self, c: Call, ws: tuple[int, ...], idle_up: tuple[int, ...], fenced: bool,
-               to_ok: bool, rsk_ok: bool, tool_effects: int,
+               orphaned: bool, to_ok: bool, rsk_ok: bool, tool_effects: int,
                tool_changed: int) -> tuple[Local, ...]:
         """The transitions of one call that touch nothing but the call itself (and a budget or
         its tool's ledger count, given as deltas); memoised, since a call and its context recur
@@ -684,7 +691,11 @@ class System:
                         n[AS] = self._fire(ATTEMPT, A_QUEUED, "hand")
                         n[AW] = w
                         n[G] = _bump(n[G], G_HANDS_SHIFT, G_HANDS_MASK)
-                        out.append(("hand", w, self.intern(tuple(n)), (), -1, _NO_NOTES, True))
+                        # With the fence on, handing out while an abandoned run of the tool
+                        # really goes on breaks A-FENCE (D-6).
+                        notes_hand = ("!A-FENCE",) if orphaned and self.single[c[T]][c[POL]] \
+                            else _NO_NOTES
+                        out.append(("hand", w, self.intern(tuple(n)), (), -1, notes_hand, True))
             elif a == A_HANDED:
                 if ws[c[AW]] == W_UP:
                     n = list(c)

@@ -94,8 +94,9 @@ _PROPERTIES: tuple[Property, ...] = (
             "two runs of a single-attempt tool overlap only when one belongs to a call the "
             "engine gave up on while it could still run and the other to another call",
             "TC-AMO-3", "TC-AMO-4", "D-6"),
-    _always("A-FENCE", "with the fence on, no two runs of a single-attempt tool overlap",
-            "D-6"),
+    _always("A-FENCE",
+            "with the fence on, no attempt of a single-attempt tool is handed out while a run "
+            "of the tool that the engine gave up on still goes on", "D-6"),
     _sometimes("S-DOUBLE-RUN",
                "a cancelled run still going overlaps a run of a later call of the same tool",
                "TC-AMO-3", "TC-AMO-4"),
