@@ -1,0 +1,143 @@
+"""The session API's shapes as JSON on the wire, and typed reading of message fields.
+
+Encoding and decoding are exact inverses, so a client gets back the very `AgentSnapshot` and
+`ToolCallFinished` values the executor produced (TC-RCN-FIND). Reading a field that is missing
+or of the wrong type raises a one-line SpecError naming it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from atmostonce.spec.errors import SpecError
+from atmostonce.spec.policy import EffectClass, ToolHints, ToolPolicy
+from atmostonce.spec.session import (
+    AgentSnapshot,
+    Message,
+    MessageRole,
+    ToolCallFinished,
+    ToolCallStatus,
+    ToolCallView,
+)
+
+Obj = dict[str, Any]
+
+
+# -- fields ------------------------------------------------------------------------------------
+
+
+def text(message: Mapping[str, Any], name: str, *, empty: bool = True) -> str:
+    value = message.get(name)
+    if not isinstance(value, str) or (not empty and not value):
+        raise SpecError(f"field {name!r} must be a{'' if empty else ' non-empty'} string, "
+                        f"got {value!r}")
+    return value
+
+
+def flag(message: Mapping[str, Any], name: str, default: bool | None = None) -> bool:
+    value = message.get(name, default)
+    if not isinstance(value, bool):
+        raise SpecError(f"field {name!r} must be true or false, got {value!r}")
+    return value
+
+
+def optional_flag(message: Mapping[str, Any], name: str) -> bool | None:
+    value = message.get(name)
+    if value is not None and not isinstance(value, bool):
+        raise SpecError(f"field {name!r} must be true, false or null, got {value!r}")
+    return value
+
+
+def texts(message: Mapping[str, Any], name: str) -> tuple[str, ...]:
+    value = message.get(name, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise SpecError(f"field {name!r} must be a list of strings, got {value!r}")
+    return tuple(value)
+
+
+def effect(message: Mapping[str, Any], name: str) -> EffectClass | None:
+    value = message.get(name)
+    return None if value is None else EffectClass.parse(value)
+
+
+# -- policies ----------------------------------------------------------------------------------
+
+
+def policy_json(policy: ToolPolicy | None) -> Obj | None:
+    if policy is None:
+        return None
+    return {"effect": policy.effect.value, "requires_approval": policy.requires_approval}
+
+
+def policy_of(value: object) -> ToolPolicy | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise SpecError(f"policy must be an object or null, got {value!r}")
+    return ToolPolicy.of(value.get("effect"), value.get("requires_approval"))
+
+
+def hints_json(hints: ToolHints | None) -> Obj | None:
+    if hints is None:
+        return None
+    return {"read_only": hints.read_only, "idempotent": hints.idempotent,
+            "destructive": hints.destructive}
+
+
+def hints_of(value: object) -> ToolHints | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise SpecError(f"hints must be an object or null, got {value!r}")
+    return ToolHints(optional_flag(value, "read_only"), optional_flag(value, "idempotent"),
+                     optional_flag(value, "destructive"))
+
+
+# -- the session API ---------------------------------------------------------------------------
+
+
+def finished_json(event: ToolCallFinished) -> Obj:
+    return {"kind": event.kind, "session_id": event.session_id, "turn_id": event.turn_id,
+            "tool_call_id": event.tool_call_id, "status": event.status.value,
+            "error": event.error}
+
+
+def finished_of(value: Mapping[str, Any]) -> ToolCallFinished:
+    return ToolCallFinished(text(value, "session_id"), text(value, "turn_id"),
+                            text(value, "tool_call_id"), ToolCallStatus(value.get("status")),
+                            text(value, "error"))
+
+
+def snapshot_json(snapshot: AgentSnapshot) -> Obj:
+    return {
+        "session_id": snapshot.session_id,
+        "tool_calls": [
+            {"turn_id": c.turn_id, "tool_call_id": c.tool_call_id, "tool": c.tool,
+             "status": c.status.value, "error": c.error, "idempotency_key": c.idempotency_key}
+            for c in snapshot.tool_calls],
+        "messages": [
+            {"role": m.role.value, "text": m.text, "turn_id": m.turn_id,
+             "tool_call_id": m.tool_call_id, "tool_output": m.tool_output,
+             "tool_arguments": m.tool_arguments}
+            for m in snapshot.messages],
+    }
+
+
+def snapshot_of(value: Mapping[str, Any]) -> AgentSnapshot:
+    calls = tuple(
+        ToolCallView(text(c, "turn_id"), text(c, "tool_call_id"), text(c, "tool"),
+                     ToolCallStatus(c.get("status")), text(c, "error"),
+                     text(c, "idempotency_key"))
+        for c in value.get("tool_calls", []))
+    messages = tuple(
+        Message(MessageRole(m.get("role")), text(m, "text"), text(m, "turn_id"),
+                text(m, "tool_call_id"), text(m, "tool_output"), text(m, "tool_arguments"))
+        for m in value.get("messages", []))
+    return AgentSnapshot(text(value, "session_id"), calls, messages)
+
+
+def recorded_events(snapshot: AgentSnapshot) -> list[ToolCallFinished]:
+    """The finished events of every call the snapshot shows with its record, in ask order."""
+    return [ToolCallFinished(snapshot.session_id, c.turn_id, c.tool_call_id, c.status, c.error)
+            for c in snapshot.tool_calls if c.status.final]

@@ -1,0 +1,166 @@
+"""The runtime's subcommands: `serve`, `worker`, `ledger` and `demo`; `register` adds them to the
+`atmostonce` parser.
+
+Long-running commands stop cleanly on SIGTERM and SIGINT (the server makes its journal durable
+first, a worker finishes the runs in hand). Bad input, a corrupt or foreign journal included,
+is a SpecError the CLI prints on one line with exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from atmostonce.executor import reference
+from atmostonce.executor.runtime.options import (
+    add_config_arguments,
+    add_tool_arguments,
+    config_from_args,
+)
+from atmostonce.executor.runtime.wire import LOOPBACK, parse_address, parse_port
+from atmostonce.spec.errors import SpecError
+
+EXIT_OK = 0
+
+
+def register(subparsers: Any) -> None:
+    """Add `serve`, `worker`, `ledger` and `demo` to the project's argparse subparsers."""
+    serve = subparsers.add_parser(
+        "serve", help="run the executor server on a journal",
+        description="Run the reference executor as a server: workers and clients connect to one "
+        "TCP port and speak newline-delimited JSON; every record is journalled in an fsynced "
+        "SQLite file before anyone can see it, and a restart recovers from it (D-5, D-8). "
+        "Exit 0 on SIGTERM/SIGINT, 1 when the journal cannot be written, 2 on bad input "
+        "(a corrupt or foreign journal included).")
+    serve.add_argument("--journal", required=True, metavar="PATH",
+                       help="the journal file (created when missing)")
+    _listen_arguments(serve)
+    add_config_arguments(serve)
+    serve.set_defaults(func=cmd_serve)
+
+    worker = subparsers.add_parser(
+        "worker", help="run a worker process that runs the demo tools",
+        description="Connect to the server, poll for work, run a tool only on its go-ahead, "
+        "heartbeat while it runs; exit at once (status 3) when the lease runs out with no word "
+        "from the server (D-12). Each slot is one worker named NAME-PID (NAME-PID-I with "
+        "several slots).")
+    worker.add_argument("--server", required=True, metavar="HOST:PORT")
+    worker.add_argument("--ledger", required=True, metavar="HOST:PORT")
+    worker.add_argument("--name", default="worker", help="worker name prefix (default worker)")
+    worker.add_argument("--slots", type=int, default=1, metavar="N",
+                        help="tool runs at a time, each a worker of its own (default 1)")
+    worker.add_argument("--heartbeat-interval", type=float, default=None, metavar="S",
+                        help="seconds between heartbeats (default: a quarter of the lease)")
+    add_tool_arguments(worker)
+    worker.set_defaults(func=cmd_worker)
+
+    ledger = subparsers.add_parser(
+        "ledger", help="run the effect ledger service",
+        description="Record every write the tools send (dropping a repeated key for keyed "
+        "services) and every run's start and end: the ground truth of what ran.")
+    ledger.add_argument("--db", required=True, metavar="PATH", help="the ledger's SQLite file")
+    _listen_arguments(ledger)
+    ledger.add_argument("--keyed", action="append", default=[], metavar="TOOL",
+                        help="TOOL's service drops a repeated idempotency key")
+    ledger.add_argument("--plain", action="append", default=[], metavar="TOOL",
+                        help="TOOL's service applies every write")
+    ledger.set_defaults(func=cmd_ledger)
+
+    demo = subparsers.add_parser(
+        "demo", help="run an agent session end to end on loopback and explain it",
+        description="Start a ledger, a server and two workers on loopback, run a small session "
+        "(policies, a read, an approval, a worker killed mid-call, reconcile), print what "
+        "happened and clean up.")
+    demo.set_defaults(func=cmd_demo)
+
+
+def _listen_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--host", default=LOOPBACK, help=f"address to listen on "
+                        f"(default {LOOPBACK})")
+    parser.add_argument("--port", default="0", metavar="N",
+                        help="TCP port (default 0: a free one, printed when ready)")
+
+
+def _announce(line: str) -> None:
+    print(line, flush=True)
+
+
+def _logging(role: str) -> None:
+    logging.basicConfig(stream=sys.stderr, level=logging.INFO,
+                        format=f"%(asctime)s {role} %(message)s")
+
+
+def _until_signalled(main: Callable[[asyncio.Event], Awaitable[int]]) -> int:
+    """Run `main(stop)` on a fresh loop; SIGTERM and SIGINT set `stop`."""
+    async def runner() -> int:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, stop.set)
+        return await main(stop)
+
+    return asyncio.run(runner())
+
+
+def _parent_exists(path: Path, what: str) -> Path:
+    if not path.parent.is_dir():
+        raise SpecError(f"{what} {path}: the directory {path.parent} does not exist")
+    return path
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from atmostonce.executor.runtime.server import serve
+
+    config = config_from_args(args)
+    reference(config)
+    journal = _parent_exists(Path(args.journal), "journal")
+    port = parse_port(args.port)
+    _logging("server")
+    return _until_signalled(lambda stop: serve(journal, args.host, port, config, stop,
+                                               _announce))
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    from atmostonce.executor.runtime.tools import behaviours
+    from atmostonce.executor.runtime.worker import WorkerProcess
+
+    if args.heartbeat_interval is not None and args.heartbeat_interval <= 0:
+        raise SpecError(f"--heartbeat-interval must be positive, got {args.heartbeat_interval}")
+    process = WorkerProcess(parse_address(args.server), parse_address(args.ledger), args.name,
+                            args.slots, behaviours(args.duration, args.write_at, args.fail,
+                                                   args.stop_on_cancel),
+                            args.heartbeat_interval)
+    _logging("worker")
+    return _until_signalled(lambda stop: process.run(stop, _announce))
+
+
+def cmd_ledger(args: argparse.Namespace) -> int:
+    from atmostonce.executor.runtime.ledger import serve_ledger, services_with
+
+    for name in [*args.keyed, *args.plain]:
+        if not name or any(c.isspace() for c in name):
+            raise SpecError(f"tool name {name!r} must be non-empty, without white space")
+    db = _parent_exists(Path(args.db), "ledger")
+    port = parse_port(args.port)
+    services = services_with(args.keyed, args.plain)
+    _logging("ledger")
+    return _until_signalled(lambda stop: serve_ledger(db, args.host, port, services, stop,
+                                                      _announce))
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """Run the demo; SIGTERM, like Ctrl-C, stops it after its processes are cleaned up."""
+    from atmostonce.executor.runtime.demo import run_demo
+
+    signal.signal(signal.SIGTERM, _interrupt)
+    return run_demo()

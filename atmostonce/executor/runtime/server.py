@@ -1,0 +1,555 @@
+"""The runtime server: the reference executor's sans-IO core driven by asyncio, a durable journal
+and real connections.
+
+Each message from a worker or a client becomes a protocol event stamped with the loop's
+monotonic clock (offset so that times recovered from the journal never run backwards), the core
+handles it, and the server carries out the commands in order: `Persist` goes to the journal by
+group commit, and every command with an outside effect (`GoAhead`, `Cancel`, `Publish`, `Reply`,
+`DropWorker`, and the answers to client requests) waits until every entry persisted before it
+is durable (D-5, TC-REC-1); `StartTimer`/`StopTimer` are loop timers. On start the server reads
+its journal and calls `recover` (D-8); connections never survive a restart, so attempts that
+were out at a worker are handled as lost to it.
+
+Wire format: newline-delimited JSON objects over TCP, one port for workers and clients. The
+first message says who is speaking::
+
+    {"type": "hello", "wire": "atmostonce-wire/1", "role": "worker", "worker": NAME,
+     "running": [ATTEMPT, ...], "n": N}          -> {"type": "welcome", "n": N}
+    {"type": "hello", "wire": "atmostonce-wire/1", "role": "client"}
+                                                   -> {"type": "welcome"}
+
+A worker then sends (`n` counts the worker's messages on this connection)::
+
+    {"type": "poll", "n": N}                       -> {"type": "go_ahead", "n": N, "attempt",
+                                                       "key", "tool", "arguments", "lease"}
+                                                      or {"type": "no_work", "n": N}
+    {"type": "started", "attempt": A, "n": N}      -> {"type": "ack", "n": N}
+    {"type": "heartbeat", "attempt": A, "n": N}    -> {"type": "ack", "n": N}
+    {"type": "finished", "attempt": A, "ok": BOOL, "output": TEXT}
+
+and may receive {"type": "cancel", "attempt": A} at any time. A poll with no work is held for
+at most a quarter of the lease (long polling) and answered as soon as an attempt is queued. The
+connection is closed when the executor declares the worker lost (`DropWorker`). An `ack` (and a
+go-ahead or no-work, for the poll it answers) tells the worker the server had heard the message
+numbered `n`; the worker's lease runs from the moment it sent the latest such message (D-12).
+
+A client sends requests, each with its own `id`, and gets exactly one reply each::
+
+    {"id": I, "op": "set_policy", "tool": T, "policy": {"effect", "requires_approval"} | null,
+     "hints": {"read_only", "idempotent", "destructive"} | null}
+    {"id": I, "op": "open_session", "session_id": S, "default_effect": E | null}
+    {"id": I, "op": "ask", "session_id", "turn_id", "tool_call_id", "tool", "arguments": TEXT}
+                                      -> result {"key": K}
+    {"id": I, "op": "answer", "key": K, "approve": BOOL}
+                                      -> result {"accepted": BOOL, "text": TEXT}
+    {"id": I, "op": "user_message", "session_id": S, "text": TEXT}
+                                      -> result {"accepted": BOOL, "text": TEXT}
+    {"id": I, "op": "snapshot", "session_id": S}     -> result {"snapshot": {...}}
+    {"id": I, "op": "subscribe", "session_id": S, "sub": SUB, "past": BOOL}
+    {"id": I, "op": "unsubscribe", "sub": SUB}
+    {"id": I, "op": "stats"}          -> result {"entries", "commits", "workers", ...}
+
+    replies: {"type": "reply", "id": I, "ok": true, "result": {...}}
+             {"type": "reply", "id": I, "ok": false, "error": ONE_LINE}
+    events:  {"type": "event", "sub": SUB, "event": {"kind": "tool_call_finished", ...}}
+
+A reply is sent only once everything the executor persisted before the request is durable, so a
+client never sees a record or an acknowledged ask that a crash could take back. A subscription
+with `past` first delivers the finished events of the calls already recorded, then every later
+one, with no gap and no repeat.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from atmostonce.check.protocol import (
+    Answer,
+    Ask,
+    Cancel,
+    Command,
+    Connected,
+    DropWorker,
+    Event,
+    Executor,
+    ExecutorConfig,
+    Finished,
+    GoAhead,
+    Heartbeat,
+    NoWork,
+    OpenSession,
+    Persist,
+    Poll,
+    Publish,
+    Reply,
+    SetPolicy,
+    Started,
+    StartTimer,
+    StopTimer,
+    TimerFired,
+    TimerKind,
+    UserMessage,
+)
+from atmostonce.executor import reference
+from atmostonce.executor.runtime import codec
+from atmostonce.executor.runtime.durability import GroupCommit
+from atmostonce.executor.runtime.journal import Entry, open_journal
+from atmostonce.executor.runtime.timers import LoopTimers
+from atmostonce.executor.runtime.wire import WIRE_VERSION, LineProtocol, Message, ready_line
+from atmostonce.spec.errors import SpecError
+from atmostonce.spec.keys import build_key, component_problem
+
+log = logging.getLogger("atmostonce.server")
+
+MAX_POLL_WAIT = 1.0
+
+
+class WorkerLink:
+    """A worker's connection: the poll it last sent, and whether that poll is held."""
+
+    __slots__ = ("conn", "dropped", "name", "park", "poll_n")
+
+    def __init__(self, conn: LineProtocol, name: str) -> None:
+        self.conn = conn
+        self.name = name
+        self.poll_n = 0
+        self.park: asyncio.TimerHandle | None = None
+        self.dropped = False
+
+    def answered(self) -> None:
+        if self.park is not None:
+            self.park.cancel()
+            self.park = None
+
+
+class ClientLink:
+    """A client's connection: its id (which makes request ids unique) and its subscriptions."""
+
+    __slots__ = ("conn", "id", "subs")
+
+    def __init__(self, conn: LineProtocol, link_id: int) -> None:
+        self.conn = conn
+        self.id = link_id
+        self.subs: dict[str, str] = {}
+        """Subscription id -> session id."""
+
+
+def last_time(entries: Sequence[Entry]) -> float:
+    """The latest `at` in the journal, so a restarted clock can continue from it."""
+    latest = 0.0
+    for entry in entries:
+        at = entry.get("at")
+        if isinstance(at, int | float) and not isinstance(at, bool) and at > latest:
+            latest = float(at)
+    return latest
+
+
+class Server:
+    """Carries events into the executor and its commands out (D-5, D-8, D-12)."""
+
+    def __init__(self, executor: Executor, config: ExecutorConfig, commit: GroupCommit,
+                 offset: float, on_fatal: Callable[[BaseException], None]) -> None:
+        self.executor = executor
+        self.on_fatal = on_fatal
+        self.config = config
+        self.commit = commit
+        self.offset = offset
+        self.loop = asyncio.get_running_loop()
+        self.timers = LoopTimers(self.loop, self._timer_fired)
+        self.poll_wait = min(MAX_POLL_WAIT, config.lease / 4)
+        self.workers: dict[str, WorkerLink] = {}
+        self.links: dict[LineProtocol, WorkerLink | ClientLink] = {}
+        self.parked: dict[WorkerLink, None] = {}
+        self.subscribers: dict[str, dict[tuple[ClientLink, str], None]] = {}
+        self.requests: dict[str, tuple[ClientLink, object]] = {}
+        self._ids = itertools.count(1)
+        self._work_maybe = False
+        self._carry: dict[type[Command], Callable[[Any], None]] = {
+            Persist: self._persist,
+            StartTimer: self._start_timer,
+            StopTimer: self._stop_timer,
+            GoAhead: self._go_ahead,
+            NoWork: self._no_work,
+            Cancel: self._cancel,
+            DropWorker: self._drop_worker,
+            Publish: self._publish,
+            Reply: self._reply,
+        }
+        self._worker_ops: dict[str, Callable[[WorkerLink, Message], None]] = {
+            "poll": self._on_poll,
+            "started": self._on_started,
+            "heartbeat": self._on_heartbeat,
+            "finished": self._on_finished,
+        }
+        self._client_ops: dict[str, Callable[[ClientLink, object, Message], None]] = {
+            "set_policy": self._op_set_policy,
+            "open_session": self._op_open_session,
+            "ask": self._op_ask,
+            "answer": self._op_answer,
+            "user_message": self._op_user_message,
+            "snapshot": self._op_snapshot,
+            "subscribe": self._op_subscribe,
+            "unsubscribe": self._op_unsubscribe,
+            "stats": self._op_stats,
+        }
+
+    def clock(self) -> float:
+        return self.loop.time() + self.offset
+
+    # -- the executor ----------------------------------------------------------------------------
+
+    def feed(self, event: Event) -> None:
+        """Hand one event to the executor and carry out its commands. An executor that fails
+        on an event may have changed half its state, so the server stops (a restart recovers
+        from the journal); a SpecError is bad input and goes back to the sender."""
+        try:
+            commands = self.executor.handle(event)
+        except SpecError:
+            raise
+        except Exception as error:
+            log.exception("the executor failed on %r", event)
+            self.on_fatal(error)
+            return
+        self.carry_out(commands)
+        if self._work_maybe:
+            self._repoll()
+
+    def carry_out(self, commands: Sequence[Command]) -> None:
+        carry = self._carry
+        for command in commands:
+            carry[type(command)](command)
+
+    def _persist(self, command: Persist) -> None:
+        self.commit.persist(command.entry)
+
+    def _start_timer(self, command: StartTimer) -> None:
+        if command.kind is TimerKind.QUEUE_TIMEOUT:
+            self._work_maybe = True
+        self.timers.start(command.timer, command.delay)
+
+    def _stop_timer(self, command: StopTimer) -> None:
+        self.timers.stop(command.timer)
+
+    def _timer_fired(self, timer: str) -> None:
+        self.feed(TimerFired(self.clock(), timer))
+
+    def _go_ahead(self, command: GoAhead) -> None:
+        link = self.workers.get(command.worker)
+        if link is None or link.dropped:
+            return
+        link.answered()
+        self.parked.pop(link, None)
+        message = {"type": "go_ahead", "n": link.poll_n, "attempt": command.attempt,
+                   "key": command.key, "tool": command.tool, "arguments": command.arguments,
+                   "lease": command.lease}
+        self.commit.then(lambda: _send(link.conn, message))
+
+    def _no_work(self, command: NoWork) -> None:
+        link = self.workers.get(command.worker)
+        if link is None or link.dropped:
+            return
+        if self.poll_wait <= 0:
+            link.conn.send({"type": "no_work", "n": link.poll_n})
+            return
+        self.parked[link] = None
+        if link.park is None:
+            link.park = self.loop.call_later(self.poll_wait, self._park_over, link)
+
+    def _park_over(self, link: WorkerLink) -> None:
+        link.park = None
+        if self.parked.pop(link, False) is None:
+            link.conn.send({"type": "no_work", "n": link.poll_n})
+
+    def _repoll(self) -> None:
+        """Attempts were queued: hand them to the workers whose polls are held, oldest first."""
+        while self.parked:
+            link = next(iter(self.parked))
+            del self.parked[link]
+            self._work_maybe = False
+            self.feed(Poll(self.clock(), link.name))
+            if link in self.parked:
+                break
+        self._work_maybe = False
+
+    def _cancel(self, command: Cancel) -> None:
+        link = self.workers.get(command.worker)
+        if link is None or link.dropped:
+            return
+        message = {"type": "cancel", "attempt": command.attempt}
+        self.commit.then(lambda: _send(link.conn, message))
+
+    def _drop_worker(self, command: DropWorker) -> None:
+        log.info("worker %s declared lost", command.worker)
+        link = self.workers.pop(command.worker, None)
+        if link is None:
+            return
+        link.dropped = True
+        link.answered()
+        self.parked.pop(link, None)
+        self.commit.then(lambda: link.conn.close("declared lost"))
+
+    def _publish(self, command: Publish) -> None:
+        event = codec.finished_json(command.event)
+        session_id = command.event.session_id
+        self.commit.then(lambda: self._fan_out(session_id, event))
+
+    def _fan_out(self, session_id: str, event: dict[str, Any]) -> None:
+        for link, sub in self.subscribers.get(session_id, {}):
+            link.conn.send({"type": "event", "sub": sub, "event": event})
+
+    def _reply(self, command: Reply) -> None:
+        waiting = self.requests.pop(command.request, None)
+        if waiting is None:
+            return
+        link, request_id = waiting
+        result = {"accepted": command.ok, "text": command.text}
+        self.commit.then(lambda: self._send_result(link, request_id, result))
+
+    # -- connections -----------------------------------------------------------------------------
+
+    def connection(self) -> LineProtocol:
+        return LineProtocol(self._on_message, self._on_close)
+
+    def _on_message(self, conn: LineProtocol, message: Message) -> None:
+        link = self.links.get(conn)
+        try:
+            if isinstance(link, WorkerLink):
+                if not link.dropped:
+                    handler = self._worker_ops.get(message.get("type", ""))
+                    if handler is not None:
+                        handler(link, message)
+            elif isinstance(link, ClientLink):
+                self._on_request(link, message)
+            else:
+                self._on_hello(conn, message)
+        except SpecError as error:
+            if isinstance(link, ClientLink):
+                self._send_error(link, message.get("id"), str(error))
+            else:
+                conn.send({"type": "error", "error": str(error)})
+                conn.close(str(error))
+
+    def _on_hello(self, conn: LineProtocol, message: Message) -> None:
+        if message.get("type") != "hello" or message.get("wire") != WIRE_VERSION:
+            raise SpecError(f"expected a hello speaking {WIRE_VERSION}, got {message!r:.200}")
+        role = message.get("role")
+        if role == "client":
+            self.links[conn] = ClientLink(conn, next(self._ids))
+            conn.send({"type": "welcome"})
+        elif role == "worker":
+            self._on_worker_hello(conn, message)
+        else:
+            raise SpecError(f"hello role must be 'worker' or 'client', got {role!r}")
+
+    def _on_worker_hello(self, conn: LineProtocol, message: Message) -> None:
+        name = codec.text(message, "worker", empty=False)
+        running = codec.texts(message, "running")
+        old = self.workers.get(name)
+        if old is not None:
+            old.dropped = True
+            old.answered()
+            self.parked.pop(old, None)
+            old.conn.close("the worker connected again")
+        link = WorkerLink(conn, name)
+        self.links[conn] = link
+        self.workers[name] = link
+        self.feed(Connected(self.clock(), name, running))
+        conn.send({"type": "welcome", "n": message.get("n", 0)})
+
+    def _on_close(self, conn: LineProtocol) -> None:
+        link = self.links.pop(conn, None)
+        if isinstance(link, WorkerLink):
+            link.answered()
+            self.parked.pop(link, None)
+            if self.workers.get(link.name) is link:
+                del self.workers[link.name]
+        elif isinstance(link, ClientLink):
+            for sub, session_id in link.subs.items():
+                self.subscribers.get(session_id, {}).pop((link, sub), None)
+            link.subs.clear()
+
+    # -- worker messages -------------------------------------------------------------------------
+
+    def _on_poll(self, link: WorkerLink, message: Message) -> None:
+        link.answered()
+        self.parked.pop(link, None)
+        link.poll_n = message.get("n", 0)
+        self.feed(Poll(self.clock(), link.name))
+
+    def _on_started(self, link: WorkerLink, message: Message) -> None:
+        self.feed(Started(self.clock(), link.name, codec.text(message, "attempt")))
+        link.conn.send({"type": "ack", "n": message.get("n", 0)})
+
+    def _on_heartbeat(self, link: WorkerLink, message: Message) -> None:
+        self.feed(Heartbeat(self.clock(), link.name, codec.text(message, "attempt")))
+        link.conn.send({"type": "ack", "n": message.get("n", 0)})
+
+    def _on_finished(self, link: WorkerLink, message: Message) -> None:
+        self.feed(Finished(self.clock(), link.name, codec.text(message, "attempt"),
+                           codec.flag(message, "ok"), codec.text(message, "output")))
+
+    # -- client requests -------------------------------------------------------------------------
+
+    def _on_request(self, link: ClientLink, message: Message) -> None:
+        op = message.get("op")
+        handler = self._client_ops.get(op) if isinstance(op, str) else None
+        if handler is None:
+            raise SpecError(f"unknown op {op!r} (known: {', '.join(self._client_ops)})")
+        handler(link, message.get("id"), message)
+
+    def _send_result(self, link: ClientLink, request_id: object, result: dict[str, Any]) -> None:
+        link.conn.send({"type": "reply", "id": request_id, "ok": True, "result": result})
+
+    def _send_error(self, link: ClientLink, request_id: object, error: str) -> None:
+        link.conn.send({"type": "reply", "id": request_id, "ok": False, "error": error})
+
+    def _when_durable(self, link: ClientLink, request_id: object,
+                      result: dict[str, Any]) -> None:
+        self.commit.then(lambda: self._send_result(link, request_id, result))
+
+    def _op_set_policy(self, link: ClientLink, request_id: object, message: Message) -> None:
+        event = SetPolicy(self.clock(), codec.text(message, "tool", empty=False),
+                          codec.policy_of(message.get("policy")),
+                          codec.hints_of(message.get("hints")))
+        self.feed(event)
+        self._when_durable(link, request_id, {})
+
+    def _op_open_session(self, link: ClientLink, request_id: object, message: Message) -> None:
+        session_id = codec.text(message, "session_id")
+        problem = component_problem(session_id)
+        if problem is not None:
+            raise SpecError(f"session id {session_id!r} {problem}; it is the first part of "
+                            "every idempotency key")
+        self.feed(OpenSession(self.clock(), session_id, codec.effect(message,
+                                                                      "default_effect")))
+        self._when_durable(link, request_id, {})
+
+    def _op_ask(self, link: ClientLink, request_id: object, message: Message) -> None:
+        session_id = codec.text(message, "session_id")
+        turn_id = codec.text(message, "turn_id")
+        call_id = codec.text(message, "tool_call_id")
+        key = build_key(session_id, turn_id, call_id)
+        self.feed(Ask(self.clock(), session_id, turn_id, call_id,
+                      codec.text(message, "tool", empty=False),
+                      codec.text(message, "arguments")))
+        self._when_durable(link, request_id, {"key": key})
+
+    def _waiting(self, link: ClientLink, request_id: object) -> str:
+        request = f"{link.id}:{request_id}"
+        if request in self.requests:
+            raise SpecError(f"request id {request_id!r} is already waiting for its reply")
+        self.requests[request] = (link, request_id)
+        return request
+
+    def _op_answer(self, link: ClientLink, request_id: object, message: Message) -> None:
+        key = codec.text(message, "key")
+        approve = codec.flag(message, "approve")
+        self.feed(Answer(self.clock(), self._waiting(link, request_id), key, approve))
+
+    def _op_user_message(self, link: ClientLink, request_id: object, message: Message) -> None:
+        session_id = codec.text(message, "session_id")
+        text = codec.text(message, "text")
+        self.feed(UserMessage(self.clock(), self._waiting(link, request_id), session_id, text))
+
+    def _op_snapshot(self, link: ClientLink, request_id: object, message: Message) -> None:
+        snapshot = self.executor.snapshot(codec.text(message, "session_id"))
+        self._when_durable(link, request_id, {"snapshot": codec.snapshot_json(snapshot)})
+
+    def _op_subscribe(self, link: ClientLink, request_id: object, message: Message) -> None:
+        session_id = codec.text(message, "session_id")
+        sub = codec.text(message, "sub", empty=False)
+        if sub in link.subs:
+            raise SpecError(f"subscription {sub!r} already exists on this connection")
+        past = codec.flag(message, "past", False)
+        replay = codec.recorded_events(self.executor.snapshot(session_id)) if past else []
+
+        def start() -> None:
+            if link.conn.closed:
+                return
+            self._send_result(link, request_id, {})
+            for event in replay:
+                link.conn.send({"type": "event", "sub": sub,
+                                "event": codec.finished_json(event)})
+            link.subs[sub] = session_id
+            self.subscribers.setdefault(session_id, {})[(link, sub)] = None
+
+        self.commit.then(start)
+
+    def _op_unsubscribe(self, link: ClientLink, request_id: object, message: Message) -> None:
+        sub = codec.text(message, "sub")
+        session_id = link.subs.pop(sub, None)
+        if session_id is not None:
+            self.subscribers.get(session_id, {}).pop((link, sub), None)
+        self._send_result(link, request_id, {})
+
+    def _op_stats(self, link: ClientLink, request_id: object, message: Message) -> None:
+        self._send_result(link, request_id, {
+            "entries": self.commit.durable, "commits": self.commit.commits,
+            "committed_entries": self.commit.committed_entries,
+            "workers": sorted(self.workers), "timers": len(self.timers)})
+
+    # -- shutdown --------------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """Make every persisted entry durable, then close every connection."""
+        await self.commit.drain()
+        self.timers.stop_all()
+        for link in list(self.links.values()):
+            link.conn.close("the server is stopping")
+        for link in list(self.parked):
+            link.answered()
+        self.parked.clear()
+
+
+async def serve(journal: Path, host: str, port: int, config: ExecutorConfig,
+                stop: asyncio.Event, announce: Callable[[str], None] | None = None) -> int:
+    """Recover from the journal, listen, and serve until `stop` is set; 0 on a clean stop, 1
+    when the journal could not be written. SpecError for a bad journal or bad options."""
+    loop = asyncio.get_running_loop()
+    executor = reference(config)
+
+    def recover(entries: list[Entry]) -> tuple[float, int, list[Command]]:
+        offset = max(0.0, last_time(entries) - loop.time())
+        return offset, len(entries), executor.recover(entries, loop.time() + offset)
+
+    journal_file, (offset, recovered, commands) = open_journal(journal, recover)
+    failed: list[BaseException] = []
+
+    def fatal(error: BaseException) -> None:
+        log.error("stopping: %s", error)
+        failed.append(error)
+        stop.set()
+
+    commit = GroupCommit(journal_file, fatal)
+    server = Server(executor, config, commit, offset, fatal)
+    server.carry_out(commands)
+    await commit.drain()
+    try:
+        listener = await loop.create_server(server.connection, host, port)
+    except OSError as error:
+        commit.close()
+        raise SpecError(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
+    bound = listener.sockets[0].getsockname()
+    log.info("listening on %s:%s, journal %s (%d entries recovered)", bound[0], bound[1],
+             journal, recovered)
+    if announce is not None:
+        announce(ready_line("server", host=bound[0], port=bound[1], journal=str(journal),
+                            pid=os.getpid(), recovered=recovered))
+    try:
+        await stop.wait()
+    finally:
+        listener.close()
+        await server.close()
+        await listener.wait_closed()
+        commit.close()
+    return 1 if failed else 0
+
+
+def _send(conn: LineProtocol, message: Message) -> None:
+    conn.send(message)

@@ -1,0 +1,195 @@
+"""The demo tools a runtime worker runs: one per effect class, each with its policy, the kind of
+service it writes to, and a behaviour tests can tune.
+
+| tool              | policy                                   | service it writes to          |
+| ----------------- | ---------------------------------------- | ----------------------------- |
+| `lookup_order`    | read                                     | none (it only reads)          |
+| `refund`          | idempotent_write, requires approval      | keyed: drops a repeated key   |
+| `cancel_order`    | non_idempotent_write (approval: default) | plain: applies every write    |
+| `notify_customer` | none, so unclassified                    | plain                         |
+
+A run waits `write_at` seconds, writes to the effect ledger with the call's idempotency key
+(TC-KEY-1, TC-KEY-3), waits out the rest of `duration`, then returns a result or, with `fail`,
+reports a failure (D-3). Defaults come from the registry, the worker's command line
+(`--duration TOOL=S`, `--write-at TOOL=S`, `--fail TOOL`, `--stop-on-cancel TOOL`) overrides them
+per tool, and a call's own JSON arguments `duration`, `write_at` and `fail` override them per
+call. Cancellation is cooperative (TC-AMO-3): only a tool told `stop_on_cancel` looks at it,
+and only before its write.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
+
+from atmostonce.spec.errors import SpecError
+from atmostonce.spec.policy import EffectClass, ToolPolicy
+
+
+class Service(enum.Enum):
+    """How the service a tool writes to treats a repeated idempotency key."""
+
+    NONE = "none"
+    KEYED = "keyed"
+    PLAIN = "plain"
+
+
+@dataclass(frozen=True)
+class Behaviour:
+    duration: float = 0.0
+    write_at: float = 0.0
+    fail: bool = False
+    stop_on_cancel: bool = False
+
+    def for_call(self, arguments: Mapping[str, Any]) -> Behaviour:
+        """This behaviour with the call's own `duration`, `write_at` and `fail`, if given."""
+        changes: dict[str, Any] = {}
+        for name in ("duration", "write_at"):
+            value = arguments.get(name)
+            if value is not None:
+                changes[name] = _seconds(f"argument {name}", value)
+        fail = arguments.get("fail")
+        if fail is not None:
+            if not isinstance(fail, bool):
+                raise SpecError(f"argument fail must be true or false, got {fail!r}")
+            changes["fail"] = fail
+        return replace(self, **changes) if changes else self
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """What the service answered: whether it applied the write, and how many writes with this
+    key it now holds."""
+
+    applied: bool
+    count: int
+
+
+class Fenced(Exception):
+    """The worker's lease ran out: the service refused the write (D-12)."""
+
+
+class ToolContext(Protocol):
+    """What a running tool gets from its worker."""
+
+    key: str
+    cancelled: asyncio.Event
+
+    async def write(self, payload: str) -> WriteResult:
+        """Write to the tool's service with the call's idempotency key."""
+        ...
+
+
+@dataclass(frozen=True)
+class DemoTool:
+    name: str
+    policy: ToolPolicy | None
+    service: Service
+    summary: str
+    result: Callable[[Mapping[str, Any], WriteResult | None], dict[str, Any]]
+    behaviour: Behaviour = Behaviour()
+
+
+def _order(arguments: Mapping[str, Any]) -> str:
+    return str(arguments.get("order_id", "1001"))
+
+
+TOOLS: Mapping[str, DemoTool] = {t.name: t for t in (
+    DemoTool("lookup_order", ToolPolicy(EffectClass.READ), Service.NONE,
+             "reads an order's status",
+             lambda a, _: {"order_id": _order(a), "status": "shipped"}),
+    DemoTool("refund", ToolPolicy(EffectClass.IDEMPOTENT_WRITE, requires_approval=True),
+             Service.KEYED, "refunds an order; the payment service drops a repeated key",
+             lambda a, w: {"order_id": _order(a), "amount": a.get("amount", 10),
+                           "refund": "applied" if w is None or w.applied else "already applied"}),
+    DemoTool("cancel_order", ToolPolicy(EffectClass.NON_IDEMPOTENT_WRITE), Service.PLAIN,
+             "cancels an order; the order service applies every request",
+             lambda a, _: {"order_id": _order(a), "cancelled": True}),
+    DemoTool("notify_customer", None, Service.PLAIN, "sends the customer a message",
+             lambda a, _: {"order_id": _order(a), "sent": True}),
+)}
+
+SERVICES: Mapping[str, Service] = {t.name: t.service for t in TOOLS.values()}
+
+
+def _seconds(what: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 1e6:
+        raise SpecError(f"{what} must be a number of seconds >= 0, got {value!r}")
+    return float(value)
+
+
+def _tool(name: str) -> DemoTool:
+    tool = TOOLS.get(name)
+    if tool is None:
+        raise SpecError(f"unknown tool {name!r} (known: {', '.join(TOOLS)})")
+    return tool
+
+
+def behaviours(durations: Sequence[str] = (), write_ats: Sequence[str] = (),
+               fails: Sequence[str] = (), stop_on_cancel: Sequence[str] = ()
+               ) -> dict[str, Behaviour]:
+    """Each tool's behaviour with the command line's overrides (`TOOL=SECONDS`, `TOOL`)."""
+    table = {name: tool.behaviour for name, tool in TOOLS.items()}
+    for flag, items in (("duration", durations), ("write_at", write_ats)):
+        for item in items:
+            name, sep, value = item.partition("=")
+            if not sep:
+                raise SpecError(f"--{flag.replace('_', '-')} wants TOOL=SECONDS, got {item!r}")
+            _tool(name)
+            try:
+                seconds = _seconds(f"--{flag.replace('_', '-')} {name}", float(value))
+            except ValueError:
+                raise SpecError(f"--{flag.replace('_', '-')} {name}: {value!r} is not a "
+                                "number") from None
+            table[name] = (replace(table[name], duration=seconds) if flag == "duration"
+                           else replace(table[name], write_at=seconds))
+    for name in fails:
+        table[_tool(name).name] = replace(table[name], fail=True)
+    for name in stop_on_cancel:
+        table[_tool(name).name] = replace(table[name], stop_on_cancel=True)
+    return table
+
+
+async def _wait(seconds: float, ctx: ToolContext, behaviour: Behaviour) -> bool:
+    """Sleep; False when a cancel request stopped a tool that honours it."""
+    if seconds <= 0:
+        return not (behaviour.stop_on_cancel and ctx.cancelled.is_set())
+    if not behaviour.stop_on_cancel:
+        await asyncio.sleep(seconds)
+        return True
+    try:
+        await asyncio.wait_for(ctx.cancelled.wait(), seconds)
+    except TimeoutError:
+        return True
+    return False
+
+
+async def run_tool(name: str, arguments: str, ctx: ToolContext,
+                   table: Mapping[str, Behaviour]) -> tuple[bool, str]:
+    """Run one call of a demo tool: (returned, output). A failure the tool reports is an
+    answer for the model (D-3); a write the service refused raises `Fenced`."""
+    tool = TOOLS.get(name)
+    if tool is None:
+        return False, f"this worker has no tool named {name!r}"
+    try:
+        parsed = json.loads(arguments or "{}")
+        if not isinstance(parsed, dict):
+            raise SpecError("the arguments must be a JSON object")
+        behaviour = table.get(name, tool.behaviour).for_call(parsed)
+    except (ValueError, SpecError) as error:
+        return False, f"{name}: bad arguments: {error}"
+    write_at = min(behaviour.write_at, behaviour.duration)
+    written: WriteResult | None = None
+    if tool.service is not Service.NONE:
+        if not await _wait(write_at, ctx, behaviour):
+            return False, f"{name} stopped on cancel before it took effect"
+        written = await ctx.write(json.dumps(parsed, sort_keys=True))
+    if not await _wait(behaviour.duration - write_at, ctx, behaviour):
+        return False, f"{name} stopped on cancel after it took effect"
+    if behaviour.fail:
+        return False, f"{name} reported a failure for order {_order(parsed)}"
+    return True, json.dumps(tool.result(parsed, written), sort_keys=True)

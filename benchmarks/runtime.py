@@ -1,0 +1,202 @@
+"""How fast the real runtime runs tool calls end to end, and how fast it notices a killed worker.
+
+Starts the effect ledger, the server (journal fsynced: SQLite WAL with synchronous=FULL, group
+commit) and 2 worker processes on loopback, then:
+
+- throughput and latency: `--calls` read calls (`lookup_order`, no approval, zero duration)
+  asked by `--concurrency` concurrent askers on one client connection; a call's latency runs
+  from sending its ask to receiving its `tool_call_finished` event, so it includes the journal
+  commits before the go-ahead (D-5) and before the record is published;
+- detection: a non-idempotent call runs on a worker whose process is then killed with SIGKILL;
+  the time from the kill to the call's `outcome_unknown` event, against the heartbeat timeout
+  (target: within heartbeat timeout + 1 s).
+
+A benchmark, never a timed test; figures come from one run on this machine.
+
+    python benchmarks/runtime.py [--calls N] [--concurrency C] [--slots S] [--kills K] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import sys
+import time
+from dataclasses import asdict, dataclass
+
+from atmostonce.check.protocol import ExecutorConfig
+from atmostonce.executor.runtime.client import AsyncClient
+from atmostonce.executor.runtime.processes import Cluster
+from atmostonce.spec.policy import EffectClass, ToolPolicy
+from atmostonce.spec.session import ToolCallStatus
+
+SESSION = "bench"
+WORKERS = 2
+
+
+@dataclass(frozen=True)
+class Throughput:
+    calls: int
+    seconds: float
+    calls_per_second: float
+    p50_ms: float
+    p99_ms: float
+    max_ms: float
+    commits: int
+    entries: int
+    entries_per_commit: float
+
+
+@dataclass(frozen=True)
+class Detection:
+    heartbeat_timeout: float
+    lease: float
+    heartbeat_interval: float
+    seconds: list[float]
+    worst: float
+    target: float
+    met: bool
+
+
+async def _throughput(cluster: Cluster, calls: int, concurrency: int,
+                      warmup: int) -> Throughput:
+    client = cluster.async_client()
+    await client.set_policy("lookup_order", ToolPolicy(EffectClass.READ))
+    await client.open_session(SESSION)
+    loop = asyncio.get_running_loop()
+    waiting: dict[str, asyncio.Future[ToolCallStatus]] = {}
+
+    async def listen() -> None:
+        async for event in client.events(SESSION, past=False):
+            future = waiting.pop(event.tool_call_id, None)
+            if future is not None:
+                future.set_result(event.status)
+
+    listener = asyncio.create_task(listen())
+    await asyncio.sleep(0.05)
+    counter = iter(range(warmup + calls))
+    latencies: list[float] = []
+
+    async def asker(measure: bool, limit: int) -> None:
+        for number in counter:
+            if number >= limit:
+                return
+            call_id = f"c{number}"
+            future: asyncio.Future[ToolCallStatus] = loop.create_future()
+            waiting[call_id] = future
+            started = time.perf_counter()
+            await client.ask(SESSION, "t", call_id, "lookup_order", "{}")
+            status = await future
+            if status is not ToolCallStatus.SUCCEEDED:
+                raise RuntimeError(f"{call_id} recorded {status.value}")
+            if measure:
+                latencies.append(time.perf_counter() - started)
+
+    await asyncio.gather(*(asker(False, warmup) for _ in range(concurrency)))
+    counter = iter(range(warmup, warmup + calls))
+    before = await client.stats()
+    started = time.perf_counter()
+    await asyncio.gather(*(asker(True, warmup + calls) for _ in range(concurrency)))
+    seconds = time.perf_counter() - started
+    after = await client.stats()
+    listener.cancel()
+    await client.close()
+    latencies.sort()
+    commits = after["commits"] - before["commits"]
+    entries = after["committed_entries"] - before["committed_entries"]
+    return Throughput(calls, seconds, calls / seconds,
+                      statistics.median(latencies) * 1000,
+                      latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1000,
+                      latencies[-1] * 1000, commits, entries, entries / max(1, commits))
+
+
+async def _detect_once(cluster: Cluster, client: AsyncClient, number: int) -> float:
+    stream = client.events(SESSION, past=False)
+    call_id = f"kill-{number}"
+    key = await client.ask(SESSION, "k", call_id, "cancel_order", {"duration": 600})
+    ledger = cluster.ledger_client()
+    try:
+        while not ledger.runs(key):
+            await asyncio.sleep(0.01)
+        run = ledger.runs(key)[0]
+    finally:
+        ledger.close()
+    victim = cluster.worker_of(run.worker)
+    cluster.kill(victim)
+    killed = time.monotonic()
+    async for event in stream:
+        if event.tool_call_id == call_id:
+            if event.status is not ToolCallStatus.OUTCOME_UNKNOWN:
+                raise RuntimeError(f"{call_id} recorded {event.status.value}")
+            break
+    seconds = time.monotonic() - killed
+    await stream.aclose()
+    cluster.workers.remove(victim)
+    cluster.start_worker()
+    return seconds
+
+
+async def _detection(cluster: Cluster, kills: int, interval: float) -> Detection:
+    client = cluster.async_client()
+    await client.set_policy("cancel_order", ToolPolicy(EffectClass.NON_IDEMPOTENT_WRITE,
+                                                       requires_approval=False))
+    seconds = [await _detect_once(cluster, client, n) for n in range(kills)]
+    await client.close()
+    config = cluster.config
+    target = config.heartbeat_timeout + 1.0
+    worst = max(seconds)
+    return Detection(config.heartbeat_timeout, config.lease, interval, seconds, worst, target,
+                     worst <= target)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else "")
+    parser.add_argument("--calls", type=int, default=5000)
+    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--slots", type=int, default=8,
+                        help="tool runs at a time per worker process (default 8)")
+    parser.add_argument("--kills", type=int, default=3, help="killed workers to time (>= 1)")
+    parser.add_argument("--heartbeat-timeout", type=float, default=2.0)
+    parser.add_argument("--lease", type=float, default=1.0)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    if min(args.calls, args.concurrency, args.slots, args.kills) < 1:
+        parser.error("--calls, --concurrency, --slots and --kills must be at least 1")
+    config = ExecutorConfig(heartbeat_timeout=args.heartbeat_timeout, lease=args.lease,
+                            run_timeout=600.0, queue_timeout=600.0)
+    interval = args.lease / 4
+    warmup = min(500, max(50, args.calls // 10))
+    with Cluster(config=config, workers=WORKERS, slots=args.slots) as cluster:
+        speed = asyncio.run(_throughput(cluster, args.calls, args.concurrency, warmup))
+        detection = asyncio.run(_detection(cluster, args.kills, interval))
+    command = (f"python benchmarks/runtime.py --calls {args.calls} --concurrency "
+               f"{args.concurrency} --slots {args.slots} --kills {args.kills} "
+               f"--heartbeat-timeout {args.heartbeat_timeout:g} --lease {args.lease:g}")
+    if args.json:
+        print(json.dumps({"workers": WORKERS, "slots": args.slots,
+                          "concurrency": args.concurrency, "cpus": os.cpu_count(),
+                          "throughput": asdict(speed), "detection": asdict(detection),
+                          "command": command}, indent=2))
+        return 0
+    print(f"atmostonce runtime on loopback: {WORKERS} worker processes x {args.slots} slots, "
+          f"{args.concurrency} calls in flight, journal fsynced (WAL, synchronous=FULL, group "
+          f"commit), {os.cpu_count()} CPUs")
+    print(f"  end to end:  {speed.calls} read calls in {speed.seconds:.2f} s = "
+          f"{speed.calls_per_second:,.0f} tool calls/s (target >= 1,000)")
+    print(f"  latency:     p50 {speed.p50_ms:.1f} ms, p99 {speed.p99_ms:.1f} ms, max "
+          f"{speed.max_ms:.1f} ms (ask sent -> tool_call_finished received)")
+    print(f"  journal:     {speed.commits} fsynced commits, {speed.entries_per_commit:.1f} "
+          "entries per commit")
+    shown = ", ".join(f"{s:.2f}" for s in detection.seconds)
+    print(f"  detection:   killed worker -> outcome_unknown in {shown} s (heartbeat timeout "
+          f"{detection.heartbeat_timeout:g} s, heartbeats every {detection.heartbeat_interval:g}"
+          f" s; target <= {detection.target:g} s: {'met' if detection.met else 'MISSED'})")
+    print(f"reproduce: {command}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,62 @@
+"""Shared pieces of the runtime tests: a cluster of real processes on loopback (one per module,
+stopped at the end of it) and small waits, each bounded in time."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import TypeVar
+
+import pytest
+
+from atmostonce.check.protocol import ExecutorConfig
+from atmostonce.executor.runtime.client import Client
+from atmostonce.executor.runtime.processes import Cluster
+from atmostonce.spec.session import ToolCallFinished, ToolCallView
+
+T = TypeVar("T")
+
+CONFIG = ExecutorConfig(heartbeat_timeout=2.0, lease=1.0, retry_backoff=0.1,
+                        queue_timeout=30.0, run_timeout=60.0)
+LIMIT = 15.0
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Cluster]:
+    with Cluster(config=CONFIG, workers=2) as started:
+        yield started
+
+
+@pytest.fixture
+def client(cluster: Cluster) -> Iterator[Client]:
+    cluster.respawn_workers()
+    with cluster.client() as opened:
+        yield opened
+
+
+def eventually(what: str, probe: Callable[[], T | None], limit: float = LIMIT) -> T:
+    """Poll `probe` until it returns something other than None or False."""
+    deadline = time.monotonic() + limit
+    while True:
+        value = probe()
+        if value is not None and value is not False:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not within {limit:g} s")
+        time.sleep(0.02)
+
+
+def call_of(client: Client, session: str, call_id: str) -> ToolCallView:
+    for call in client.get_agent_snapshot(session).tool_calls:
+        if call.tool_call_id == call_id:
+            return call
+    raise AssertionError(f"{session} lists no call {call_id}")
+
+
+def finished(client: Client, session: str, call_id: str,
+             limit: float = LIMIT) -> ToolCallFinished:
+    """The call's tool_call_finished event from the session's AgentEvents stream."""
+    for event in client.events(session, past=True, timeout=limit):
+        if event.tool_call_id == call_id:
+            return event
+    raise AssertionError(f"no tool_call_finished for {call_id} within {limit:g} s")
