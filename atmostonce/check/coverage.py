@@ -79,20 +79,29 @@ def named_in_code(root: Path = PACKAGE_DIR) -> dict[str, set[str]]:
     return refs
 
 
+Definition = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+
+
+def _definitions(tree: ast.Module) -> Iterable[tuple[list[str], Definition]]:
+    """Every function and class in a module, with the names of the definitions around it."""
+    stack: list[tuple[list[str], ast.AST]] = [([], tree)]
+    while stack:
+        path, node = stack.pop()
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                names = [*path, child.name]
+                yield names, child
+                stack.append((names, child))
+
+
 def _docstrings(tree: ast.Module) -> Iterable[tuple[str, str]]:
     doc = ast.get_docstring(tree)
     if doc:
         yield "", doc
-    stack: list[tuple[str, ast.AST]] = [("", tree)]
-    while stack:
-        prefix, node = stack.pop()
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-                name = f"{prefix}.{child.name}" if prefix else child.name
-                child_doc = ast.get_docstring(child)
-                if child_doc:
-                    yield name, child_doc
-                stack.append((name, child))
+    for names, node in _definitions(tree):
+        node_doc = ast.get_docstring(node)
+        if node_doc:
+            yield ".".join(names), node_doc
 
 
 def _comments(source: str) -> Iterable[tuple[int, str]]:
@@ -107,17 +116,10 @@ def pinned_by_tests(root: Path = TESTS_DIR) -> dict[str, set[str]]:
     if not root.is_dir():
         return refs
     for path in _python_files(root):
-        tree = ast.parse(path.read_text())
         rel = path.relative_to(REPO_DIR)
-        stack: list[tuple[str, ast.AST]] = [("", tree)]
-        while stack:
-            prefix, node = stack.pop()
-            for child in ast.iter_child_nodes(node):
-                if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-                    name = f"{prefix}::{child.name}" if prefix else child.name
-                    for cid in _marked_clauses(child.decorator_list):
-                        refs[cid].add(f"{rel}::{name}")
-                    stack.append((name, child))
+        for names, node in _definitions(ast.parse(path.read_text())):
+            for cid in _marked_clauses(node.decorator_list):
+                refs[cid].add(f"{rel}::{'::'.join(names)}")
     return refs
 
 

@@ -63,27 +63,33 @@ def _e(trigger: str, sources: str | Sequence[str], dest: str) -> Edge:
     return Edge(trigger, (sources,) if isinstance(sources, str) else tuple(sources), dest)
 
 
-_RECORDS = ("succeeded", "failed", "rejected", "outcome_unknown")
+_CALL_STATES = ("asked", "awaiting_approval", "attempting", "succeeded", "failed", "rejected",
+                "outcome_unknown")
+
+# What every call does, whichever Step runs it: approval, then an attempt decides the record.
+_CALL_EDGES = (
+    _e("needs_approval", "asked", "awaiting_approval"),
+    _e("start", "asked", "attempting"),
+    _e("approve", "awaiting_approval", "attempting"),
+    _e("reject", "awaiting_approval", "rejected"),
+    _e("deadline", "awaiting_approval", "rejected"),
+    _e("returned", "attempting", "succeeded"),
+    _e("tool_failed", "attempting", "failed"),
+    _e("did_not_run", "attempting", "failed"),
+    _e("may_still_run", "attempting", "failed"),
+    _e("unknown", "attempting", "outcome_unknown"),
+)
 
 # TC-REC-1, TC-REC-RETRY: CallTool runs a read or an idempotent write, with retries.
 CALL_TOOL = MachineDef(
     "CallTool",
     "A call of a read or an idempotent write: approval if its policy asks for it, then "
     "attempts until one decides the record (TC-EFF-READ, TC-EFF-IDEM, TC-REC-RETRY).",
-    ("asked", "awaiting_approval", "attempting", *_RECORDS),
+    _CALL_STATES,
     (
-        _e("needs_approval", "asked", "awaiting_approval"),
-        _e("start", "asked", "attempting"),
-        _e("approve", "awaiting_approval", "attempting"),
-        _e("reject", "awaiting_approval", "rejected"),
-        _e("deadline", "awaiting_approval", "rejected"),
-        _e("returned", "attempting", "succeeded"),
-        _e("tool_failed", "attempting", "failed"),
+        *_CALL_EDGES,
         _e("retry", "attempting", "attempting"),
-        _e("did_not_run", "attempting", "failed"),
         _e("may_have_run", "attempting", "failed"),
-        _e("may_still_run", "attempting", "failed"),
-        _e("unknown", "attempting", "outcome_unknown"),
     ),
 )
 
@@ -92,19 +98,8 @@ CALL_SINGLE_ATTEMPT_TOOL = MachineDef(
     "CallSingleAttemptTool",
     "A call of a non-idempotent write or an unclassified tool: approval if its policy asks "
     "for it, then exactly one attempt (TC-EFF-NONIDEM, TC-EFF-UNCL, TC-AMO-1).",
-    ("asked", "awaiting_approval", "attempting", *_RECORDS),
-    (
-        _e("needs_approval", "asked", "awaiting_approval"),
-        _e("start", "asked", "attempting"),
-        _e("approve", "awaiting_approval", "attempting"),
-        _e("reject", "awaiting_approval", "rejected"),
-        _e("deadline", "awaiting_approval", "rejected"),
-        _e("returned", "attempting", "succeeded"),
-        _e("tool_failed", "attempting", "failed"),
-        _e("did_not_run", "attempting", "failed"),
-        _e("may_still_run", "attempting", "failed"),
-        _e("unknown", "attempting", "outcome_unknown"),
-    ),
+    _CALL_STATES,
+    _CALL_EDGES,
 )
 
 # D-5: an attempt counts as reached from `hand` on, which the server records before the go-ahead.
