@@ -11,9 +11,14 @@ a few repetitions is reported: a benchmark, never a timed test.
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
+
+if not __package__:  # run as a script: measure this checkout, not an installed copy
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from atmostonce.check.loading import DEFAULT_EXECUTOR, load_factory
 from atmostonce.check.protocol import JSON, Command, Event, Executor, ExecutorConfig

@@ -49,7 +49,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from atmostonce.check import history as h
 from atmostonce.check.protocol import ExecutorConfig, TimerKind
@@ -73,8 +73,30 @@ from atmostonce.spec.reconcile import reported_keys
 from atmostonce.spec.records import DID_NOT_RUN_PREFIX, Record
 from atmostonce.spec.session import Message, MessageRole, ToolCallStatus
 
-_S = ToolCallStatus
-_RECORD_OF = {s: Record(s.value) for s in ToolCallStatus if s.final}
+# Enum members the judges test on every entry, as module names: reading a member from its class
+# takes a slow attribute lookup each time in CPython 3.11.
+_SUCCEEDED = ToolCallStatus.SUCCEEDED
+_FAILED = ToolCallStatus.FAILED
+_REJECTED = ToolCallStatus.REJECTED
+_OUTCOME_UNKNOWN = ToolCallStatus.OUTCOME_UNKNOWN
+_RUNNING = ToolCallStatus.RUNNING
+_AWAITING_APPROVAL = ToolCallStatus.AWAITING_APPROVAL
+_WAITING = ApprovalState.WAITING
+_APPROVED = ApprovalState.APPROVED
+_APPROVE = ApprovalEvent.APPROVE
+_REJECT = ApprovalEvent.REJECT
+_ACCEPTED = ApprovalReply.ACCEPTED
+_READ = EffectClass.READ
+_RUN_RETURNED = h.RunEnd.RETURNED
+_APPROVAL_DEADLINE = TimerKind.APPROVAL_DEADLINE
+_QUEUE_TIMEOUT = TimerKind.QUEUE_TIMEOUT
+
+# The sometimes-property each (effect class, final status) witnesses, by their values: a
+# string's hash is cached, an enum member's is computed in Python.
+_WITNESS: dict[tuple[str, str], str] = {
+    (e._value_, s._value_): record_witness_id(e, Record(s.value))
+    for e in EffectClass for s in ToolCallStatus if s.final
+}
 _REPLY_BY_TEXT = {text: reply for reply, text in REPLY_TEXT.items()}
 
 # How the current attempt of a call stopped counting, as the executor learnt it.
@@ -96,9 +118,9 @@ class DoubleRun:
     positions: tuple[int, int]
 
 
-@dataclass(frozen=True, slots=True)
-class CallSummary:
-    """What a finished history says about one call, for statistics."""
+class CallSummary(NamedTuple):
+    """What a finished history says about one call, for statistics; a named tuple, cheap to
+    make once per call of every run."""
 
     key: str
     tool: str
@@ -192,12 +214,16 @@ class HistoryChecker:
     def __init__(self, config: ExecutorConfig) -> None:
         self.config = config
         self.violations: list[h.Violation] = []
+        self.fresh: list[h.Violation] = []
+        """The violations found since a caller last emptied this list (`observe` does)."""
         self.witnessed: set[str] = set()
         self.double_runs: list[DoubleRun] = []
         self._seen: set[tuple[str, str, str]] = set()
         self._policies: dict[str, tuple[ToolPolicy | None, ToolHints | None]] = {}
         self._defaults: dict[str, EffectClass | None] = {}
-        self._resolved: dict[tuple[str, EffectClass | None], EffectivePolicy] = {}
+        self._resolved: dict[str, dict[str | None, EffectivePolicy]] = {}
+        """Resolved policies by tool, then by the value of the session default; a tool's are
+        forgotten when its policy changes."""
         self._calls: dict[str, _Call] = {}
         self._attempts: dict[str, _Attempt] = {}
         self._worker_attempts: dict[str, list[_Attempt]] = {}
@@ -205,8 +231,7 @@ class HistoryChecker:
         self._live_single: dict[str, list[_Run]] = {}
         self._epoch = 0
         self._queue_timers = False
-        self._new: list[h.Violation] = []
-        self._handlers: dict[type[h.Entry], Callable[[Any, int], None]] = {
+        self.judges: dict[type[h.Entry], Callable[[Any, int], None]] = {
             h.PolicySet: self._policy_set,
             h.SessionOpened: self._session_opened,
             h.CallAsked: self._call_asked,
@@ -231,36 +256,38 @@ class HistoryChecker:
             h.WorkerDeclaredLost: self._worker_lost,
             h.ServerRestarted: self._server_restarted,
         }
+        """The judge of each kind of entry: `observe` is the judge of the entry's kind and what
+        it added to `violations`; `History.append` calls the judges directly."""
 
     # -- entry points -------------------------------------------------------------------------
 
     def observe(self, entry: h.Entry, pos: int) -> list[h.Violation]:
         """Judge one entry at history position `pos`; return the violations it revealed."""
-        self._handlers[type(entry)](entry, pos)
-        if not self._new:
-            return _NONE
-        found = self._new
-        self._new = []
+        self.judges[type(entry)](entry, pos)
+        return self.take_fresh()
+
+    def take_fresh(self) -> list[h.Violation]:
+        """The violations found since the last call, which empties `fresh`."""
+        found = self.fresh[:]
+        self.fresh.clear()
         return found
 
     def finish(self) -> list[h.Violation]:
         """The eventually-properties, at quiescence; also returns what they found."""
         for c in self._calls.values():
             if c.record is not None:
-                self.witnessed.add(record_witness_id(c.policy.effect, _RECORD_OF[c.record]))
+                self.witnessed.add(_WITNESS[c.policy.effect._value_, c.record._value_])
             if c.record is None:
                 self._bad("E-EVERY-CALL-RECORDED", c, "the call never got a record", c.pos)
                 continue
-            if c.record is _S.OUTCOME_UNKNOWN:
+            if c.record is _OUTCOME_UNKNOWN:
                 if c.reports == 0:
                     self._bad("E-RECONCILE-ONCE", c,
                               "no reconcile report ever named this outcome_unknown call",
                               c.pos, c.record_pos)
                 if not c.runs:
                     self.witnessed.add("S-UNKNOWN-NEVER-RAN")
-        found = self._new
-        self._new = []
-        return found
+        return self.take_fresh()
 
     def summaries(self) -> Iterator[CallSummary]:
         for c in self._calls.values():
@@ -279,7 +306,7 @@ class HistoryChecker:
         self._seen.add(mark)
         v = h.Violation(pid, key, message, tuple(sorted({p for p in positions if p >= 0})))
         self.violations.append(v)
-        self._new.append(v)
+        self.fresh.append(v)
 
     def _policy_now(self, c: _Call) -> EffectivePolicy:
         return self._resolve(c.tool, c.session)
@@ -287,12 +314,15 @@ class HistoryChecker:
     def _resolve(self, tool: str, session: str) -> EffectivePolicy:
         """The policy a call of `tool` in `session` asked now gets (TC-POL-1, D-1)."""
         default = self._defaults.get(session)
-        memo = (tool, default)
-        found = self._resolved.get(memo)
+        of_tool = self._resolved.get(tool)
+        if of_tool is None:
+            of_tool = self._resolved[tool] = {}
+        slot = default._value_ if default is not None else None
+        found = of_tool.get(slot)
         if found is None:
             policy, hints = self._policies.get(tool, (None, None))
             found = resolve_policy(policy, hints, default)
-            self._resolved[memo] = found
+            of_tool[slot] = found
         return found
 
     def _followed_later(self, c: _Call, fits: Callable[[EffectivePolicy], bool],
@@ -310,7 +340,7 @@ class HistoryChecker:
 
     def _policy_set(self, e: h.PolicySet, pos: int) -> None:
         self._policies[e.tool] = (e.policy, e.hints)
-        self._resolved.clear()
+        self._resolved.pop(e.tool, None)
 
     def _session_opened(self, e: h.SessionOpened, pos: int) -> None:
         self._defaults[e.session_id] = e.default_effect
@@ -329,14 +359,14 @@ class HistoryChecker:
                           pos)
             return
         state = c.approval
-        if (state is ApprovalState.WAITING and not e.ok
+        if (state is _WAITING and not e.ok
                 and e.at >= c.asked_at + self.config.approval_deadline):
             state = ApprovalState.EXPIRED  # the deadline landed first; its timer was late
-        event = ApprovalEvent.APPROVE if e.approve else ApprovalEvent.REJECT
+        event = _APPROVE if e.approve else _REJECT
         new, reply = answer(state, event)
         said = _REPLY_BY_TEXT.get(e.text)
         verb = "approval" if e.approve else "rejection"
-        if e.ok != (reply is ApprovalReply.ACCEPTED) or (said is not None and said is not reply):
+        if e.ok != (reply is _ACCEPTED) or (said is not None and said is not reply):
             self._bad("A-APPROVAL", c,
                       f"a {verb} of a call in state {state.value} got "
                       f"{'accepted' if e.ok else 'refused'} ({e.text!r}); D-7 says "
@@ -353,12 +383,13 @@ class HistoryChecker:
         c = self._calls.get(e.key)
         if c is None:
             return
-        if e.kind is TimerKind.APPROVAL_DEADLINE:
+        kind = e.kind
+        if kind is _APPROVAL_DEADLINE:
             if not c.policy.requires_approval:
                 self._bad("A-POLICY-SNAPSHOT", c,
                           "the call waits for approval, but the policy in force when it was "
                           f"asked ({_policy_text(c.policy)}) needs none", c.pos, pos)
-        elif e.kind is TimerKind.QUEUE_TIMEOUT:
+        elif kind is _QUEUE_TIMEOUT:
             self._queue_timers = True
             if e.subject not in c.attempts:
                 self._new_attempt(c, e.subject, pos)
@@ -368,7 +399,7 @@ class HistoryChecker:
         attempt = _Attempt(c, attempt_id)
         c.attempts[attempt_id] = attempt
         self._attempts[attempt_id] = attempt
-        if c.record is _S.OUTCOME_UNKNOWN:
+        if c.record is _OUTCOME_UNKNOWN:
             self._bad("A-NO-ATTEMPT-AFTER-UNKNOWN", c,
                       f"attempt {attempt_id} came after the call recorded outcome_unknown",
                       c.record_pos, pos)
@@ -412,7 +443,7 @@ class HistoryChecker:
                       f"the snapshot shows the key {e.idempotency_key!r} for this call",
                       c.pos, pos)
         status = e.status
-        if status is _S.RUNNING or status is _S.AWAITING_APPROVAL:
+        if status is _RUNNING or status is _AWAITING_APPROVAL:
             if c.snap is not None:
                 self._bad("A-ONE-RECORD", c,
                           f"the snapshot showed {c.snap.value}, then {status.value}",
@@ -421,7 +452,7 @@ class HistoryChecker:
                 self._bad("A-ONE-RECORD", c,
                           f"the snapshot shows {status.value} after the record "
                           f"{c.record.value}", c.record_pos, pos)
-            if status is _S.AWAITING_APPROVAL and not c.policy.requires_approval:
+            if status is _AWAITING_APPROVAL and not c.policy.requires_approval:
                 self._bad("A-POLICY-SNAPSHOT", c,
                           "the snapshot shows it awaiting approval, but the policy in force "
                           f"when it was asked ({_policy_text(c.policy)}) needs none",
@@ -449,7 +480,7 @@ class HistoryChecker:
                       pos)
             return
         status = e.status
-        if status is _S.RUNNING or status is _S.AWAITING_APPROVAL:
+        if status is _RUNNING or status is _AWAITING_APPROVAL:
             self._bad("A-ONE-RECORD", c, f"a tool_call_finished event with status "
                       f"{status.value}, which is no record", pos)
             return
@@ -486,17 +517,17 @@ class HistoryChecker:
                       f"recorded {status.value} saying the tool did not run, after "
                       f"{c.handed} hand-out(s) to a worker and {len(c.runs)} run(s) in "
                       "the ledger", c.first_hand, c.runs[0].pos if c.runs else -1, pos)
-        if status is _S.SUCCEEDED and not c.returned:
+        if status is _SUCCEEDED and not c.returned:
             self._bad("A-SUCCEEDED-RETURNED", c,
                       "recorded succeeded, but no run of the tool returned a result",
                       c.pos, pos)
-        elif status is _S.OUTCOME_UNKNOWN and not c.handed:
+        elif status is _OUTCOME_UNKNOWN and not c.handed:
             self._bad("A-UNKNOWN-REACHED", c,
                       "recorded outcome_unknown, though no attempt was handed to a worker",
                       c.pos, pos)
-        elif status is _S.REJECTED:
+        elif status is _REJECTED:
             self._judge_rejected(c, pos)
-        if status in (_S.FAILED, _S.OUTCOME_UNKNOWN) and c.handed:
+        if status in (_FAILED, _OUTCOME_UNKNOWN) and c.handed:
             self._judge_exhausted(c, status, pos)
         if c.single and c.runs:
             self._judge_orphans(c, status, pos)
@@ -551,8 +582,8 @@ class HistoryChecker:
             attempt = run.attempt
             cause = attempt.cause if attempt is not None else None
             restart = attempt is not None and attempt.epoch < self._epoch
-            if (status is _S.FAILED and cause == _GAVE_UP) or (
-                    status is _S.OUTCOME_UNKNOWN and restart):
+            if (status is _FAILED and cause == _GAVE_UP) or (
+                    status is _OUTCOME_UNKNOWN and restart):
                 run.orphan_ok = True
                 continue
             self._bad("A-DOUBLE-RUN-SHAPE", c,
@@ -597,8 +628,8 @@ class HistoryChecker:
             self._bad("A-ONE-WORKER", c, f"attempt {e.attempt} was handed to {e.worker} {again}",
                       attempt.pos, pos)
         record = c.record
-        if record is not None and record is not _S.OUTCOME_UNKNOWN:
-            pid = "A-APPROVAL" if record is _S.REJECTED else "A-ONE-RECORD"
+        if record is not None and record is not _OUTCOME_UNKNOWN:
+            pid = "A-APPROVAL" if record is _REJECTED else "A-ONE-RECORD"
             self._bad(pid, c, f"attempt {e.attempt} was handed out after the record "
                       f"{record.value}", c.record_pos, pos)
         if c.result_ok is not None:
@@ -606,15 +637,15 @@ class HistoryChecker:
                       f"attempt {e.attempt} was handed out after the tool "
                       f"{'returned' if c.result_ok else 'reported a failure'} (D-3)",
                       c.result_pos, pos)
-        if c.policy.requires_approval and c.approval is not ApprovalState.APPROVED:
+        if c.policy.requires_approval and c.approval is not _APPROVED:
             self._bad("A-APPROVAL", c,
                       f"attempt {e.attempt} was handed out while the call's approval was "
                       f"{c.approval.value}", c.pos, c.approval_pos, pos)
-            if c.approval is ApprovalState.WAITING:
+            if c.approval is _WAITING:
                 self._bad("A-POLICY-SNAPSHOT", c,
                           "the call did not wait for approval, but the policy in force when "
                           f"it was asked ({_policy_text(c.policy)}) needs it", c.pos, pos)
-        if c.policy.effect is EffectClass.READ and c.lost_before:
+        if c.policy.effect is _READ and c.lost_before:
             self.witnessed.add("S-READ-RETRY-AFTER-LOSS")
         if attempt is None:
             attempt = self._new_attempt(c, e.attempt, pos)
@@ -699,18 +730,18 @@ class HistoryChecker:
                 self._bad("A-DID-NOT-RUN-TRUE", c,
                           "the tool ran after the call recorded that it did not run",
                           c.record_pos, pos)
-            elif record is _S.OUTCOME_UNKNOWN:
+            elif record is _OUTCOME_UNKNOWN:
                 self._bad("A-NO-ATTEMPT-AFTER-UNKNOWN", c,
                           f"attempt {e.attempt} ran after the call recorded outcome_unknown",
                           c.record_pos, pos)
-            elif record is _S.REJECTED:
+            elif record is _REJECTED:
                 self._bad("A-APPROVAL", c, "the tool ran after the call was rejected",
                           c.record_pos, pos)
             else:
                 self._bad("A-ONE-RECORD", c,
                           f"the tool ran after the call recorded {record.value}",
                           c.record_pos, pos)
-        if c.policy.requires_approval and c.approval is not ApprovalState.APPROVED:
+        if c.policy.requires_approval and c.approval is not _APPROVED:
             self._bad("A-APPROVAL", c, f"the tool ran while the call's approval was "
                       f"{c.approval.value}", c.pos, pos)
         run = _Run(c, e.worker, attempt, pos)
@@ -750,15 +781,13 @@ class HistoryChecker:
             return
         run.live = False
         c = run.call
-        if e.end is h.RunEnd.RETURNED:
+        if e.end is _RUN_RETURNED:
             c.returned = True
         if c.single:
             live = self._live_single.get(c.tool)
             if live is not None and run in live:
                 live.remove(run)
 
-
-_NONE: list[h.Violation] = []
 
 _CAUSE_TEXT = {
     _GAVE_UP: "was cancelled or timed out",
@@ -769,11 +798,11 @@ _CAUSE_TEXT = {
 
 def _expected_record(policy: EffectivePolicy, cause: str) -> ToolCallStatus:
     """The record the spec gives a reached call out of attempts (records.decide)."""
-    if policy.effect is EffectClass.READ:
-        return _S.FAILED
+    if policy.effect is _READ:
+        return _FAILED
     if not policy.retries_allowed and cause == _GAVE_UP:
-        return _S.FAILED
-    return _S.OUTCOME_UNKNOWN
+        return _FAILED
+    return _OUTCOME_UNKNOWN
 
 
 def _name(status: ToolCallStatus | None) -> str:

@@ -3,8 +3,9 @@
 `reference(config)` is the factory `atmostonce verify --executor atmostonce.executor:reference`
 loads. The core is split by job: `state` (the tables), `journal` (the persisted entries),
 `recovery` (the fold that rebuilds the tables from them), `views` (the session API's shapes),
-`timers` (timer ids) and `core` (the rules, one small method each). It imports `atmostonce.spec`
-and `atmostonce.check.protocol` only, never the model it is checked against.
+`timers` (timer ids), `keys` (a call's idempotency key) and `core` (the rules, one small method
+each). It imports `atmostonce.spec` and `atmostonce.check.protocol` only, never the model it is
+checked against.
 """
 
 from __future__ import annotations

@@ -40,6 +40,7 @@ from atmostonce.check.protocol import (
     UserMessage,
 )
 from atmostonce.executor import journal
+from atmostonce.executor.keys import call_key
 from atmostonce.executor.recovery import after_end, replay
 from atmostonce.executor.state import (
     Attempt,
@@ -51,7 +52,7 @@ from atmostonce.executor.state import (
     Worker,
 )
 from atmostonce.executor.timers import parse_timer, prefix, timer_id
-from atmostonce.executor.views import snapshot, tool_message
+from atmostonce.executor.views import STATUS_OF_RECORD, snapshot, tool_message
 from atmostonce.spec.approval import (
     REPLY_TEXT,
     ApprovalEvent,
@@ -63,13 +64,11 @@ from atmostonce.spec.approval import (
 )
 from atmostonce.spec.errors import SpecError
 from atmostonce.spec.fence import fence_blocks
-from atmostonce.spec.keys import build_key
-from atmostonce.spec.policy import EffectClass, EffectivePolicy, Step, resolve_policy
+from atmostonce.spec.policy import EffectClass, EffectivePolicy, Step, resolve_policy, step_for
 from atmostonce.spec.records import (
     AttemptEnd,
     Decision,
     Outcome,
-    Record,
     RejectReason,
     decide,
     rejected,
@@ -79,7 +78,6 @@ from atmostonce.spec.session import (
     Message,
     MessageRole,
     ToolCallFinished,
-    ToolCallStatus,
 )
 
 _APPROVAL = TimerKind.APPROVAL_DEADLINE
@@ -92,8 +90,27 @@ _QUEUE_ID = prefix(_QUEUE)
 _RUN_ID = prefix(_RUN)
 _BACKOFF_ID = prefix(_BACKOFF)
 
-# TC-RCN-FIND: the status a record shows in the snapshot and in its finished event.
-_STATUS_OF: Mapping[Record, ToolCallStatus] = {r: ToolCallStatus.of_record(r) for r in Record}
+# Enum members the rules test on every event, as module names: reading a member from its class
+# takes a slow attribute lookup each time in CPython 3.11.
+_QUEUED = Phase.QUEUED
+_HANDED = Phase.HANDED
+_STARTED = Phase.STARTED
+_ENDED = Phase.ENDED
+_RETURNED = AttemptEnd.RETURNED
+_TOOL_FAILED = AttemptEnd.TOOL_FAILED
+_CANCELLED = AttemptEnd.CANCELLED
+_NOT_REACHED = AttemptEnd.NOT_REACHED
+_WORKER_LOST = AttemptEnd.WORKER_LOST
+_WAITING = ApprovalState.WAITING
+_APPROVE = ApprovalEvent.APPROVE
+_REJECT = ApprovalEvent.REJECT
+_ACCEPTED = ApprovalReply.ACCEPTED
+_CALL_TOOL = Step.CALL_TOOL
+_SINGLE_ATTEMPT = Step.CALL_SINGLE_ATTEMPT_TOOL
+
+# TC-EFF-*: the Step that runs each effect class (spec.policy.step_for), by the class's value:
+# a string's hash is cached, an enum member's is computed in Python.
+_STEP_OF: Mapping[str, Step] = {e._value_: step_for(e) for e in EffectClass}
 
 _DURATIONS = ("retry_backoff", "queue_timeout", "run_timeout", "heartbeat_timeout", "lease",
               "approval_deadline")
@@ -123,7 +140,12 @@ class ReferenceExecutor:
         check_config(config)
         self.config = config
         self.state = ExecutorState()
-        self._resolved: dict[tuple[str, EffectClass | None], EffectivePolicy] = {}
+        self._resolved: dict[str, dict[str | None, EffectivePolicy]] = {}
+        """Resolved policies by tool, then by the value of the session default; forgotten
+        whenever a policy changes."""
+        self._decisions: dict[tuple[str, str, int, int, bool], Decision] = {}
+        """`decide`'s answers by the values of its arguments: it is pure, and asked once per
+        attempt."""
         self._handlers: dict[type[Event], Callable[[Any], list[Command]]] = {
             SetPolicy: self.on_set_policy,
             OpenSession: self.on_open_session,
@@ -198,16 +220,19 @@ class ReferenceExecutor:
     def resolve(self, tool: str, session: Session) -> EffectivePolicy:
         """The tool's effective policy now: its policy, else its framework hints, else the
         session default, else unclassified (TC-POL-1, TC-APR-5, D-1)."""
-        slot = (tool, session.default_effect)
-        policy = self._resolved.get(slot)
+        default = session.default_effect
+        of_tool = self._resolved.get(tool)
+        if of_tool is None:
+            of_tool = self._resolved[tool] = {}
+        slot = default._value_ if default is not None else None
+        policy = of_tool.get(slot)
         if policy is None:
             registered = self.state.policies.get(tool)
             if registered is None:
-                policy = resolve_policy(None, None, session.default_effect)
+                policy = resolve_policy(None, None, default)
             else:
-                policy = resolve_policy(registered.policy, registered.hints,
-                                        session.default_effect)
-            self._resolved[slot] = policy
+                policy = resolve_policy(registered.policy, registered.hints, default)
+            of_tool[slot] = policy
         return policy
 
     def policy_of(self, call: Call) -> EffectivePolicy:
@@ -217,11 +242,12 @@ class ReferenceExecutor:
 
     def single(self, call: Call) -> bool:
         """Whether the call runs in CallSingleAttemptTool (TC-EFF-NONIDEM, TC-EFF-UNCL)."""
-        return self.policy_of(call).step is Step.CALL_SINGLE_ATTEMPT_TOOL
+        return _STEP_OF[self.policy_of(call).effect._value_] is _SINGLE_ATTEMPT
 
     def max_attempts(self, policy: EffectivePolicy) -> int:
         """CallTool makes up to `max_attempts` attempts, CallSingleAttemptTool one (TC-POL-2)."""
-        return self.config.max_attempts if policy.step is Step.CALL_TOOL else 1
+        return self.config.max_attempts if _STEP_OF[policy.effect._value_] is _CALL_TOOL \
+            else 1
 
     # -- asking and approval ----------------------------------------------------------------------
 
@@ -229,7 +255,7 @@ class ReferenceExecutor:
         """A new call: its key (TC-KEY-2; SpecError for an ambiguous component, D-2), its policy
         resolved now and kept (TC-SNAP-1), then a wait for approval or its first attempt
         (TC-APR-2, TC-APR-3, TC-APR-4). A second ask with the same key is ignored."""
-        key = build_key(event.session_id, event.turn_id, event.tool_call_id)
+        key = call_key(event.session_id, event.turn_id, event.tool_call_id)
         state = self.state
         if key in state.calls:
             return []
@@ -245,7 +271,7 @@ class ReferenceExecutor:
         out.append(Persist(journal.ask_entry(event.at, key, event.session_id, event.turn_id,
                                              event.tool_call_id, event.tool, event.arguments,
                                              policy)))
-        if call.approval is ApprovalState.WAITING:
+        if call.approval is _WAITING:
             out.append(StartTimer(_APPROVAL_ID + key, self.config.approval_deadline,
                                   _APPROVAL, key, key))
         else:
@@ -264,9 +290,9 @@ class ReferenceExecutor:
             return [Reply(event.request, False,
                           f"no tool call has the idempotency key {event.key!r}")]
         new, reply = self.approval_answer(
-            call.approval, ApprovalEvent.APPROVE if event.approve else ApprovalEvent.REJECT)
+            call.approval, _APPROVE if event.approve else _REJECT)
         out: list[Command] = []
-        accepted = reply is ApprovalReply.ACCEPTED
+        accepted = reply is _ACCEPTED
         if accepted:
             call.approval = new
             out.append(Persist(journal.approval_entry(event.at, call.key, new)))
@@ -281,7 +307,7 @@ class ReferenceExecutor:
     def on_approval_deadline(self, key: str, at: float) -> list[Command]:
         """Nobody answered in time: the call is rejected (TC-REC-REJ, D-7)."""
         call = self.state.calls.get(key)
-        if call is None or call.approval is not ApprovalState.WAITING:
+        if call is None or call.approval is not _WAITING:
             return []
         call.approval, _ = self.approval_answer(call.approval, ApprovalEvent.DEADLINE)
         out: list[Command] = [Persist(journal.approval_entry(at, key, call.approval))]
@@ -304,7 +330,7 @@ class ReferenceExecutor:
     def queue_attempt(self, call: Call, at: float, out: list[Command]) -> None:
         """Queue the call's next attempt; it never reached a worker until it is handed out."""
         attempt = self.state.new_attempt(call)
-        out.append(Persist(journal.queued_entry(at, call.key, attempt.number)))
+        out.append(Persist(journal.queued_entry(at, attempt)))
         out.append(StartTimer(_QUEUE_ID + attempt.id, self.config.queue_timeout, _QUEUE,
                               attempt.id, call.key))
 
@@ -344,33 +370,37 @@ class ReferenceExecutor:
         self.state.hand(attempt, worker.name)
         call = attempt.call
         out.append(StopTimer(_QUEUE_ID + attempt.id))
-        persist = Persist(journal.handed_entry(at, call.key, attempt.number, worker.name))
+        persist = Persist(journal.handed_entry(at, attempt, worker.name))
         go = GoAhead(worker.name, attempt.id, self.key_for(attempt), call.tool, call.arguments,
                      self.config.lease)
         out.extend(self.hand_out_commands(persist, go))
         out.append(self.run_timer(attempt))
 
     def run_timer(self, attempt: Attempt) -> StartTimer:
-        return StartTimer(_RUN_ID + attempt.id, self.config.run_timeout, _RUN, attempt.id,
-                          attempt.call.key)
+        timer = attempt.run_timer
+        if timer is None:
+            timer = StartTimer(_RUN_ID + attempt.id, self.config.run_timeout, _RUN, attempt.id,
+                               attempt.call.key)
+            attempt.run_timer = timer
+        return timer
 
     def on_queue_timeout(self, attempt_id: str, at: float) -> list[Command]:
         """No worker took the attempt in time: it never reached one (TC-REC-NOTRUN, D-10)."""
         attempt = self.state.live.get(attempt_id)
-        if attempt is None or attempt.phase is not Phase.QUEUED:
+        if attempt is None or attempt.phase is not _QUEUED:
             return []
         out: list[Command] = []
-        self.end_attempt(attempt, AttemptEnd.NOT_REACHED, at, out)
+        self.end_attempt(attempt, _NOT_REACHED, at, out)
         return out
 
     def on_run_timeout(self, attempt_id: str, at: float) -> list[Command]:
         """The attempt ran too long: cancel it, cooperatively, so its run may go on; for a
         single-attempt call remember that run (TC-AMO-3, D-4, D-9)."""
         attempt = self.state.live.get(attempt_id)
-        if attempt is None or attempt.phase is Phase.QUEUED or attempt.worker is None:
+        if attempt is None or attempt.phase is _QUEUED or attempt.worker is None:
             return []
         out: list[Command] = [Cancel(attempt.worker, attempt.id)]
-        self.end_attempt(attempt, AttemptEnd.CANCELLED, at, out,
+        self.end_attempt(attempt, _CANCELLED, at, out,
                          may_go_on=self.single(attempt.call))
         return out
 
@@ -388,22 +418,26 @@ class ReferenceExecutor:
         policy (TC-POL-2, TC-REC-RETRY, TC-REC-NOTRUN, TC-REC-EXHAUST-READ,
         TC-REC-EXHAUST-OTHER, D-3, D-4, D-9, D-10)."""
         policy = self.policy_of(call)
-        return decide(policy.effect, end, call.attempts_made, self.max_attempts(policy),
-                      call.reached)
+        limit = self.max_attempts(policy)
+        slot = (policy.effect._value_, end._value_, call.attempts_made, limit, call.reached)
+        found = self._decisions.get(slot)
+        if found is None:
+            found = decide(policy.effect, end, call.attempts_made, limit, call.reached)
+            self._decisions[slot] = found
+        return found
 
     def end_attempt(self, attempt: Attempt, end: AttemptEnd, at: float, out: list[Command],
                     output: str = "", may_go_on: bool = False) -> None:
         """The attempt ended with `end`: durably, then another attempt after the backoff or the
         call's record. `may_go_on` remembers a run that may still be going (TC-AMO-3)."""
-        was_out = attempt.phase is not Phase.QUEUED
+        was_out = attempt.phase is not _QUEUED
         self.state.end(attempt, end)
-        if was_out and end is not AttemptEnd.CANCELLED:
+        if was_out and end is not _CANCELLED:
             out.append(StopTimer(_RUN_ID + attempt.id))
         if may_go_on:
             self.state.abandon(attempt)
         call = attempt.call
-        out.append(Persist(journal.ended_entry(at, call.key, attempt.number, end, may_go_on,
-                                               output)))
+        out.append(Persist(journal.ended_entry(at, attempt, end, may_go_on, output)))
         outcome = after_end(call, end, self.decision(call, end), output)
         if outcome is None:
             out.append(StartTimer(_BACKOFF_ID + call.key, self.config.retry_backoff,
@@ -421,7 +455,7 @@ class ReferenceExecutor:
         out.append(Persist(journal.record_entry(at, call.key, outcome, output)))
         out.append(Publish(ToolCallFinished(call.session.session_id, call.turn_id,
                                             call.tool_call_id,
-                                            _STATUS_OF[outcome.record],
+                                            STATUS_OF_RECORD[outcome.record._value_],
                                             outcome.error)))
         call.session.messages.append(tool_message(call, outcome, output))
 
@@ -432,10 +466,11 @@ class ReferenceExecutor:
         unknown or lost worker is (re)connected (D-12)."""
         worker = self.state.workers.get(name)
         if worker is None:
-            worker = Worker(name, timer_id(_HEARTBEAT, name))
+            beat = StartTimer(timer_id(_HEARTBEAT, name), self.config.heartbeat_timeout,
+                              _HEARTBEAT, name)
+            worker = Worker(name, beat, NoWork(name))
             self.state.workers[name] = worker
-        out.append(StartTimer(worker.heartbeat_timer, self.config.heartbeat_timeout, _HEARTBEAT,
-                              name))
+        out.append(worker.heartbeat)
         return worker
 
     def on_connected(self, event: Connected) -> list[Command]:
@@ -461,7 +496,7 @@ class ReferenceExecutor:
         worker = self.touch(event.worker, out)
         attempt = None if worker.holding is not None else self.next_attempt()
         if attempt is None:
-            out.append(NoWork(event.worker))
+            out.append(worker.no_work)
         else:
             self.hand_out(worker, attempt, event.at, out)
         return out
@@ -471,9 +506,9 @@ class ReferenceExecutor:
         out: list[Command] = []
         self.touch(event.worker, out)
         attempt = self.state.live.get(event.attempt)
-        if attempt is not None and attempt.phase is Phase.HANDED and \
+        if attempt is not None and attempt.phase is _HANDED and \
                 attempt.worker == event.worker:
-            attempt.phase = Phase.STARTED
+            attempt.phase = _STARTED
             out.append(self.run_timer(attempt))
         return out
 
@@ -488,9 +523,9 @@ class ReferenceExecutor:
         out: list[Command] = []
         self.touch(event.worker, out)
         attempt = self.state.live.get(event.attempt)
-        if attempt is not None and attempt.phase is not Phase.QUEUED and \
+        if attempt is not None and attempt.phase is not _QUEUED and \
                 attempt.worker == event.worker:
-            end = AttemptEnd.RETURNED if event.ok else AttemptEnd.TOOL_FAILED
+            end = _RETURNED if event.ok else _TOOL_FAILED
             self.end_attempt(attempt, end, event.at, out, output=event.output)
         else:
             self.late_finished(event, out)
@@ -506,7 +541,7 @@ class ReferenceExecutor:
                      may_go_on: bool) -> None:
         """The attempt's worker stopped or lost its connection after the hand-out, so the tool
         may have run (TC-REC-LOST, TC-AMO-2)."""
-        self.end_attempt(attempt, AttemptEnd.WORKER_LOST, at, out, may_go_on=may_go_on)
+        self.end_attempt(attempt, _WORKER_LOST, at, out, may_go_on=may_go_on)
 
     def on_heartbeat_timeout(self, name: str, at: float) -> list[Command]:
         out: list[Command] = []
@@ -543,8 +578,8 @@ class ReferenceExecutor:
     def resume(self, call: Call, at: float, out: list[Command]) -> None:
         """Pick the call up after a restart where its journal left it (D-8)."""
         attempt = call.current
-        if attempt is not None and attempt.phase is not Phase.ENDED:
-            if attempt.phase is Phase.QUEUED:
+        if attempt is not None and attempt.phase is not _ENDED:
+            if attempt.phase is _QUEUED:
                 out.append(StartTimer(_QUEUE_ID + attempt.id, self.config.queue_timeout,
                                       _QUEUE, attempt.id, call.key))
             else:
@@ -558,7 +593,7 @@ class ReferenceExecutor:
             self.finalize(call, rejected(RejectReason.PERSON), "", at, out)
         elif call.approval is ApprovalState.EXPIRED:
             self.finalize(call, rejected(RejectReason.DEADLINE), "", at, out)
-        elif call.approval is ApprovalState.WAITING:
+        elif call.approval is _WAITING:
             left = max(0.0, call.asked_at + self.config.approval_deadline - at)
             out.append(StartTimer(_APPROVAL_ID + call.key, left, _APPROVAL, call.key,
                                   call.key))

@@ -14,14 +14,13 @@ from __future__ import annotations
 import enum
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import NoReturn, TypeVar
+from typing import NamedTuple, NoReturn, TypeVar
 
 from atmostonce.check.protocol import JSON
-from atmostonce.executor.state import attempt_id
+from atmostonce.executor.keys import call_key
+from atmostonce.executor.state import Attempt, attempt_id
 from atmostonce.spec.approval import ApprovalState
 from atmostonce.spec.errors import SpecError
-from atmostonce.spec.keys import build_key
 from atmostonce.spec.policy import (
     EffectClass,
     EffectivePolicy,
@@ -92,22 +91,22 @@ def approval_entry(at: float, key: str, state: ApprovalState) -> Entry:
     return {"type": "approval", "at": at, "key": key, "state": state._value_}
 
 
-def queued_entry(at: float, key: str, number: int) -> Entry:
-    return {"type": "queued", "at": at, "key": key, "attempt": attempt_id(key, number),
-            "number": number}
+def queued_entry(at: float, attempt: Attempt) -> Entry:
+    return {"type": "queued", "at": at, "key": attempt.call.key, "attempt": attempt.id,
+            "number": attempt.number}
 
 
-def handed_entry(at: float, key: str, number: int, worker: str) -> Entry:
+def handed_entry(at: float, attempt: Attempt, worker: str) -> Entry:
     """The attempt is handed to `worker`: written before the go-ahead (D-5)."""
-    return {"type": "handed", "at": at, "key": key, "attempt": attempt_id(key, number),
-            "number": number, "worker": worker}
+    return {"type": "handed", "at": at, "key": attempt.call.key, "attempt": attempt.id,
+            "number": attempt.number, "worker": worker}
 
 
-def ended_entry(at: float, key: str, number: int, end: AttemptEnd, may_still_run: bool,
+def ended_entry(at: float, attempt: Attempt, end: AttemptEnd, may_still_run: bool,
                 output: str) -> Entry:
     """The attempt ended; `may_still_run` says its run may go on at its worker (TC-AMO-3)."""
-    return {"type": "ended", "at": at, "key": key, "attempt": attempt_id(key, number),
-            "number": number, "end": end._value_, "may_still_run": may_still_run,
+    return {"type": "ended", "at": at, "key": attempt.call.key, "attempt": attempt.id,
+            "number": attempt.number, "end": end._value_, "may_still_run": may_still_run,
             "output": output}
 
 
@@ -132,25 +131,23 @@ def worker_lost_entry(at: float, worker: str) -> Entry:
 
 
 # -- reading ----------------------------------------------------------------------------------
+# Facts are named tuples: immutable, and cheap to make once per entry of every recovery.
 
 
-@dataclass(frozen=True)
-class PolicySet:
+class PolicySet(NamedTuple):
     at: float
     tool: str
     policy: ToolPolicy | None
     hints: ToolHints | None
 
 
-@dataclass(frozen=True)
-class SessionOpened:
+class SessionOpened(NamedTuple):
     at: float
     session_id: str
     default_effect: EffectClass | None
 
 
-@dataclass(frozen=True)
-class Asked:
+class Asked(NamedTuple):
     at: float
     key: str
     session_id: str
@@ -161,23 +158,20 @@ class Asked:
     policy: EffectivePolicy
 
 
-@dataclass(frozen=True)
-class Answered:
+class Answered(NamedTuple):
     at: float
     key: str
     state: ApprovalState
 
 
-@dataclass(frozen=True)
-class Queued:
+class Queued(NamedTuple):
     at: float
     key: str
     attempt: str
     number: int
 
 
-@dataclass(frozen=True)
-class Handed:
+class Handed(NamedTuple):
     at: float
     key: str
     attempt: str
@@ -185,8 +179,7 @@ class Handed:
     worker: str
 
 
-@dataclass(frozen=True)
-class Ended:
+class Ended(NamedTuple):
     at: float
     key: str
     attempt: str
@@ -196,30 +189,26 @@ class Ended:
     output: str
 
 
-@dataclass(frozen=True)
-class Recorded:
+class Recorded(NamedTuple):
     at: float
     key: str
     outcome: Outcome
     output: str
 
 
-@dataclass(frozen=True)
-class UserMessageAdded:
+class UserMessageAdded(NamedTuple):
     at: float
     session_id: str
     text: str
 
 
-@dataclass(frozen=True)
-class RunOver:
+class RunOver(NamedTuple):
     at: float
     attempt: str
     worker: str
 
 
-@dataclass(frozen=True)
-class WorkerLost:
+class WorkerLost(NamedTuple):
     at: float
     worker: str
 
@@ -230,6 +219,8 @@ Fact = (PolicySet | SessionOpened | Asked | Answered | Queued | Handed | Ended |
 
 class _Reader:
     """Typed access to one entry's fields; every problem becomes a one-line SpecError."""
+
+    __slots__ = ("entry", "index", "kind")
 
     def __init__(self, index: int, entry: Mapping[str, JSON], kind: str) -> None:
         self.index = index
@@ -243,15 +234,21 @@ class _Reader:
         raise self.error(problem)
 
     def _get(self, name: str) -> JSON:
-        if name not in self.entry:
+        value = self.entry.get(name, _MISSING)
+        if value is _MISSING:
             self.fail(f"missing field {name!r}")
-        return self.entry[name]
+        return value  # type: ignore[return-value]
+
+    # Each reader looks its field up once and checks the common, well-formed case first; a
+    # recovery reads every entry of the journal.
 
     def text(self, name: str) -> str:
-        value = self._get(name)
-        if not isinstance(value, str):
-            self.fail(f"field {name!r} must be a string, got {_type(value)}")
-        return value
+        value = self.entry.get(name, _MISSING)
+        if isinstance(value, str):
+            return value
+        if value is _MISSING:
+            self.fail(f"missing field {name!r}")
+        raise self.error(f"field {name!r} must be a string, got {_type(value)}")
 
     def name(self, name: str) -> str:
         value = self.text(name)
@@ -273,7 +270,7 @@ class _Reader:
 
     def time(self) -> float:
         value = self._get("at")
-        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(
+        if isinstance(value, bool) or not isinstance(value, _NUMBERS) or not math.isfinite(
                 value):
             self.fail(f"field 'at' must be a finite number, got {value!r}")
         return float(value)
@@ -288,6 +285,10 @@ class _Reader:
         value = self._get(name)
         if value is None:
             return None
+        if isinstance(value, str):
+            found = _members(EffectClass).get(value)
+            if found is not None:
+                return found
         return self.parsed(EffectClass.parse, value)
 
     def parsed(self, parse: Callable[[object], T], value: object) -> T:
@@ -298,8 +299,9 @@ class _Reader:
 
     def enum(self, name: str, cls: type[E]) -> E:
         value = self._get(name)
-        for member in cls:
-            if member.value == value:
+        if isinstance(value, _SCALARS):
+            member = _members(cls).get(value)
+            if member is not None:
                 return member
         known = ", ".join(str(m.value) for m in cls)
         raise self.error(f"field {name!r} is {value!r}, not one of: {known}")
@@ -309,6 +311,22 @@ class _Reader:
         if value != attempt_id(key, number):
             self.fail(f"attempt {value!r} is not attempt {number} of {key!r}")
         return value
+
+
+_MISSING = object()
+_NUMBERS = (int, float)
+_SCALARS = (str, int, float, bool)
+"""The JSON values an enum member's value can equal."""
+_MEMBERS: dict[type[enum.Enum], dict[object, enum.Enum]] = {}
+
+
+def _members(cls: type[E]) -> dict[object, E]:
+    """An enum's members by value, for the scalar values JSON holds: a lookup finds the member
+    that equals the value, as comparing with each would."""
+    found = _MEMBERS.get(cls)
+    if found is None:
+        found = _MEMBERS[cls] = {m.value: m for m in cls}
+    return found  # type: ignore[return-value]
 
 
 def _type(value: object) -> str:
@@ -340,7 +358,7 @@ def _ask(r: _Reader) -> Asked:
     key = r.name("key")
     session_id, turn_id, call_id = r.text("session_id"), r.text("turn_id"), r.text("tool_call_id")
     try:
-        built = build_key(session_id, turn_id, call_id)
+        built = call_key(session_id, turn_id, call_id)
     except SpecError as error:
         r.fail(str(error))
     if built != key:
@@ -348,9 +366,22 @@ def _ask(r: _Reader) -> Asked:
     effect = r.effect("effect")
     if effect is None:
         r.fail("field 'effect' must not be null")
-    policy = EffectivePolicy(effect, r.flag("requires_approval"), r.enum("source", PolicySource))
+    policy = _policy_kept(effect, r.flag("requires_approval"), r.enum("source", PolicySource))
     return Asked(r.time(), key, session_id, turn_id, call_id, r.name("tool"),
                  r.text("arguments"), policy)
+
+
+_KEPT: dict[tuple[str, bool, str], EffectivePolicy] = {}
+
+
+def _policy_kept(effect: EffectClass, requires_approval: bool,
+                 source: PolicySource) -> EffectivePolicy:
+    """The effective policy an ask entry records; equal ones are one value, shared."""
+    slot = (effect._value_, requires_approval, source._value_)
+    found = _KEPT.get(slot)
+    if found is None:
+        found = _KEPT[slot] = EffectivePolicy(effect, requires_approval, source)
+    return found
 
 
 def _approval(r: _Reader) -> Answered:

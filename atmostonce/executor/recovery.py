@@ -10,7 +10,7 @@ so a fold never refuses a well-formed fact for breaking one.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from atmostonce.executor import journal
 from atmostonce.executor.state import (
@@ -53,6 +53,19 @@ class _Fold:
         self.state = state
         self.decide = decide
         self.index = 0
+        self._folds: dict[type, Callable[[Any], None]] = {
+            journal.PolicySet: self.policy_set,
+            journal.SessionOpened: self.session_opened,
+            journal.Asked: self.asked,
+            journal.Answered: self.answered,
+            journal.Queued: self.queued,
+            journal.Handed: self.handed,
+            journal.Ended: self.ended,
+            journal.Recorded: self.recorded,
+            journal.UserMessageAdded: self.user_message,
+            journal.RunOver: self.run_over,
+            journal.WorkerLost: self.worker_lost,
+        }
 
     def fail(self, problem: str) -> NoReturn:
         raise SpecError(f"journal entry {self.index}: {problem}")
@@ -77,35 +90,34 @@ class _Fold:
 
     def apply(self, index: int, fact: journal.Fact) -> None:
         self.index = index
-        state = self.state
-        if isinstance(fact, journal.PolicySet):
-            state.policies[fact.tool] = Registered(fact.policy, fact.hints)
-        elif isinstance(fact, journal.SessionOpened):
-            existing = state.sessions.get(fact.session_id)
-            if existing is None:
-                state.sessions[fact.session_id] = Session(fact.session_id, fact.default_effect)
-            else:
-                existing.default_effect = fact.default_effect
-        elif isinstance(fact, journal.Asked):
-            self.asked(fact)
-        elif isinstance(fact, journal.Answered):
-            self.call(fact.key).approval = fact.state
-        elif isinstance(fact, journal.Queued):
-            self.queued(fact)
-        elif isinstance(fact, journal.Handed):
-            self.handed(fact)
-        elif isinstance(fact, journal.Ended):
-            self.ended(fact)
-        elif isinstance(fact, journal.Recorded):
-            call = self.call(fact.key)
-            call.outcome, call.output, call.pending = fact.outcome, fact.output, None
-            call.session.messages.append(tool_message(call, fact.outcome, fact.output))
-        elif isinstance(fact, journal.UserMessageAdded):
-            self.session(fact.session_id).messages.append(Message(MessageRole.USER, fact.text))
-        elif isinstance(fact, journal.RunOver):
-            state.run_over(fact.attempt, fact.worker)
+        self._folds[type(fact)](fact)
+
+    def policy_set(self, fact: journal.PolicySet) -> None:
+        self.state.policies[fact.tool] = Registered(fact.policy, fact.hints)
+
+    def session_opened(self, fact: journal.SessionOpened) -> None:
+        existing = self.state.sessions.get(fact.session_id)
+        if existing is None:
+            self.state.sessions[fact.session_id] = Session(fact.session_id, fact.default_effect)
         else:
-            state.runs_over_at(fact.worker)
+            existing.default_effect = fact.default_effect
+
+    def answered(self, fact: journal.Answered) -> None:
+        self.call(fact.key).approval = fact.state
+
+    def recorded(self, fact: journal.Recorded) -> None:
+        call = self.call(fact.key)
+        call.outcome, call.output, call.pending = fact.outcome, fact.output, None
+        call.session.messages.append(tool_message(call, fact.outcome, fact.output))
+
+    def user_message(self, fact: journal.UserMessageAdded) -> None:
+        self.session(fact.session_id).messages.append(Message(MessageRole.USER, fact.text))
+
+    def run_over(self, fact: journal.RunOver) -> None:
+        self.state.run_over(fact.attempt, fact.worker)
+
+    def worker_lost(self, fact: journal.WorkerLost) -> None:
+        self.state.runs_over_at(fact.worker)
 
     def asked(self, fact: journal.Asked) -> None:
         if fact.key in self.state.calls:

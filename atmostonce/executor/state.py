@@ -11,6 +11,7 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from atmostonce.check.protocol import NoWork, StartTimer
 from atmostonce.spec.approval import ApprovalState
 from atmostonce.spec.policy import EffectClass, EffectivePolicy, ToolHints, ToolPolicy
 from atmostonce.spec.records import AttemptEnd, Outcome
@@ -24,6 +25,10 @@ class Phase(enum.Enum):
     HANDED = "handed"
     STARTED = "started"
     ENDED = "ended"
+
+    # Members are singletons compared by identity, so the identity hash agrees with equality;
+    # it is computed in C, where Enum's own hashes the name in Python on every table lookup.
+    __hash__ = object.__hash__
 
 
 # D-5, TC-AMO-1: (phase, trigger) -> next phase. An attempt is handed once, to one worker; only a
@@ -104,6 +109,9 @@ class Attempt:
     phase: Phase = Phase.QUEUED
     worker: str | None = None
     end: AttemptEnd | None = None
+    run_timer: StartTimer | None = None
+    """The command that starts its run timeout, made at the hand-out and sent again at
+    `Started`: commands are values, so one serves both."""
 
 
 @dataclass(slots=True, eq=False)
@@ -111,7 +119,9 @@ class Worker:
     """A worker that is up, as far as the executor knows, and the attempt it holds, if any."""
 
     name: str
-    heartbeat_timer: str
+    heartbeat: StartTimer
+    """The command that restarts its heartbeat timeout: the same on every message."""
+    no_work: NoWork
     holding: Attempt | None = None
 
 

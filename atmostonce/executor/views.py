@@ -3,9 +3,11 @@ adds to the history (TC-REC-2, TC-RCN-FIND)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from atmostonce.executor.state import Call, ExecutorState
 from atmostonce.spec.approval import ApprovalState
-from atmostonce.spec.records import Outcome
+from atmostonce.spec.records import Outcome, Record
 from atmostonce.spec.session import (
     AgentSnapshot,
     Message,
@@ -15,21 +17,34 @@ from atmostonce.spec.session import (
     tool_result_text,
 )
 
+# Enum members read on every record and snapshot, as module names: reading a member from its
+# class takes a slow attribute lookup each time in CPython 3.11.
+_TOOL = MessageRole.TOOL
+_WAITING = ApprovalState.WAITING
+_AWAITING_APPROVAL = ToolCallStatus.AWAITING_APPROVAL
+_RUNNING = ToolCallStatus.RUNNING
+
 
 def tool_message(call: Call, outcome: Outcome, output: str) -> Message:
     """The tool result the model reads for a recorded call; every record reaches the model, an
     unknown outcome says so (TC-REC-2, TC-RCN-1, TC-RCN-FIND)."""
-    return Message(MessageRole.TOOL, turn_id=call.turn_id, tool_call_id=call.tool_call_id,
+    return Message(_TOOL, turn_id=call.turn_id, tool_call_id=call.tool_call_id,
                    tool_output=tool_result_text(outcome, output), tool_arguments=call.arguments)
+
+
+# TC-RCN-FIND: the status a record shows, by the record's value (a string's hash is cached; an
+# enum member's is computed in Python).
+STATUS_OF_RECORD: Mapping[str, ToolCallStatus] = {r._value_: ToolCallStatus.of_record(r)
+                                                  for r in Record}
 
 
 def status_of(call: Call) -> ToolCallStatus:
     """Awaiting approval, running (queued, out at a worker or between attempts), or the record."""
     if call.outcome is not None:
-        return ToolCallStatus.of_record(call.outcome.record)
-    if call.approval is ApprovalState.WAITING:
-        return ToolCallStatus.AWAITING_APPROVAL
-    return ToolCallStatus.RUNNING
+        return STATUS_OF_RECORD[call.outcome.record._value_]
+    if call.approval is _WAITING:
+        return _AWAITING_APPROVAL
+    return _RUNNING
 
 
 def call_view(call: Call) -> ToolCallView:
@@ -45,5 +60,5 @@ def snapshot(state: ExecutorState, session_id: str) -> AgentSnapshot:
     session = state.sessions.get(session_id)
     if session is None:
         return AgentSnapshot(session_id, (), ())
-    return AgentSnapshot(session_id, tuple(call_view(c) for c in session.calls),
+    return AgentSnapshot(session_id, tuple([call_view(c) for c in session.calls]),
                          tuple(session.messages))

@@ -11,7 +11,6 @@ with `send_user_message`; it may die after a send, and is simply run again (TC-R
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from atmostonce.check import history as h
@@ -29,6 +28,10 @@ WATCHDOG = 25.0
 """Seconds a turn waits for its records before the model reads the snapshot."""
 REPORT_SOURCE = "the service ledger"
 _ASK_AGAIN = (ToolCallStatus.FAILED, ToolCallStatus.OUTCOME_UNKNOWN)
+# Enum members read for every call, as module names: reading a member from its class takes a
+# slow attribute lookup each time in CPython 3.11.
+_OUTCOME_UNKNOWN = ToolCallStatus.OUTCOME_UNKNOWN
+_MISS, _REJECT, _TWICE, _FLIP = Person.MISS, Person.REJECT, Person.TWICE, Person.FLIP
 
 
 class CallRun:
@@ -148,13 +151,13 @@ class Agents:
         call.status = status
         run = call.session
         run.pending.discard(key)
-        if status is ToolCallStatus.OUTCOME_UNKNOWN:
+        if status is _OUTCOME_UNKNOWN:
             self._reconcile_soon(run.plan.session_id)
         if status in _ASK_AGAIN and call.plan.reask and call.depth < 2:
             spares = self.sim.scenario.workload.spares
             spare = spares[self.spares % len(spares)]
             self.spares += 1
-            run.again.append(CallRun("", run, replace(spare, tool=call.tool), call.depth + 1))
+            run.again.append(CallRun("", run, spare._replace(tool=call.tool), call.depth + 1))
         if not run.pending and not run.asking:
             self._next_turn(run)
 
@@ -209,12 +212,12 @@ class Agents:
         plan = call.plan
         person = plan.person
         first = sim.now + plan.answer_after
-        if person is Person.MISS:
+        if person is _MISS:
             return
-        sim.at(first, self._answer, call.key, person is not Person.REJECT)
-        if person is Person.TWICE:
+        sim.at(first, self._answer, call.key, person is not _REJECT)
+        if person is _TWICE:
             sim.at(first + plan.second_after, self._answer, call.key, True)
-        elif person is Person.FLIP:
+        elif person is _FLIP:
             sim.at(first + plan.second_after, self._answer, call.key, False)
 
     def _answer(self, key: str, approve: bool) -> None:

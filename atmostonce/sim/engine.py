@@ -10,11 +10,11 @@ eventually-properties are judged on a quiescent run.
 
 from __future__ import annotations
 
-import heapq
 import random
 import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from heapq import heappop, heappush
 from typing import Any
 
 from atmostonce.check import history as h
@@ -27,7 +27,7 @@ from atmostonce.sim.network import Conn, Network
 from atmostonce.sim.server import ExecutorHost
 from atmostonce.sim.workers import Worker
 from atmostonce.sim.workload import Workload, draw, executor_config
-from atmostonce.spec.policy import EffectivePolicy, resolve_policy
+from atmostonce.spec.policy import EffectClass, EffectivePolicy, resolve_policy
 
 HARD_LIMIT = 400.0
 """Simulated seconds after which a run that never quiesced is stopped and judged."""
@@ -71,6 +71,14 @@ class Simulation(ExecutorHost, Network):
     the workload's policies and the fault schedule; the server (`ExecutorHost`) and the
     network (`Network`) are its other parts."""
 
+    # Slots, because every event reads and writes these: CPython 3.11 stops sharing an
+    # instance dictionary's keys past 30 attributes, and attribute access then slows down.
+    __slots__ = ("_append", "_resolved", "agents", "config", "conns", "crash_armed", "defaults",
+                 "env", "epoch", "error", "events", "executor", "factory", "faults_on",
+                 "finished", "history", "journal", "ledger", "now", "paused_until", "queue",
+                 "reconcile_crashes", "record", "registry", "restarts", "rnd", "scenario", "seq",
+                 "stop_on", "stopped", "timers", "workers")
+
     def __init__(self, scn: Scenario, factory: p.ExecutorFactory,
                  stop_on: str | None = None) -> None:
         """`stop_on`: stop at the first violation of this property id ("*": of any)."""
@@ -105,8 +113,10 @@ class Simulation(ExecutorHost, Network):
         self.paused_until = 0.0
         self.reconcile_crashes = 0
         self.registry: dict[str, tuple[object, object]] = {}
-        self._resolved: dict[tuple[str, object], EffectivePolicy] = {}
-        self.defaults: dict[str, object] = {}
+        self._resolved: dict[str, dict[str | None, EffectivePolicy]] = {}
+        """Resolved policies by tool, then by the value of the session default; a tool's are
+        forgotten when its policy changes."""
+        self.defaults: dict[str, EffectClass | None] = {}
         self.workers = [Worker(self, i) for i in range(scn.workload.workers)]
         self.agents = Agents(self)
 
@@ -114,8 +124,9 @@ class Simulation(ExecutorHost, Network):
 
     def at(self, when: float, fn: Callable[[Any, Any], None], a: Any = None,
            b: Any = None) -> None:
-        self.seq += 1
-        heapq.heappush(self.queue, (when, self.seq, fn, a, b))
+        seq = self.seq + 1
+        self.seq = seq
+        heappush(self.queue, (when, seq, fn, a, b))
 
     def _record_and_stop(self, entry: h.Entry) -> None:
         """Record `entry`, and stop the run if it broke the property asked for."""
@@ -127,7 +138,7 @@ class Simulation(ExecutorHost, Network):
         """Drive the scenario to quiescence, then judge the eventually-properties. Anything
         the executor raises ends the run with `error` set."""
         queue = self.queue
-        pop = heapq.heappop
+        pop = heappop
         count = 0
         try:
             self._start()
@@ -185,7 +196,7 @@ class Simulation(ExecutorHost, Network):
 
     def set_policy(self, tool: str, policy: Any, hints: Any) -> None:
         self.registry[tool] = (policy, hints)
-        self._resolved.clear()
+        self._resolved.pop(tool, None)
         self.record(h.PolicySet(self.now, tool, policy, hints))
         self.feed(p.SetPolicy(self.now, tool, policy, hints))
 
@@ -196,12 +207,15 @@ class Simulation(ExecutorHost, Network):
     def policy_of(self, tool: str, session_id: str) -> EffectivePolicy:
         """The policy a call of `tool` asked now gets (the people's view of it)."""
         default = self.defaults.get(session_id)
-        memo = (tool, default)
-        found = self._resolved.get(memo)
+        of_tool = self._resolved.get(tool)
+        if of_tool is None:
+            of_tool = self._resolved[tool] = {}
+        slot = default._value_ if default is not None else None
+        found = of_tool.get(slot)
         if found is None:
             policy, hints = self.registry.get(tool, (None, None))
             found = resolve_policy(policy, hints, default)  # type: ignore[arg-type]
-            self._resolved[memo] = found
+            of_tool[slot] = found
         return found
 
     # -- faults ---------------------------------------------------------------------------------

@@ -8,8 +8,8 @@ the worker's lease ran out), in which case they are dropped.
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Callable
+from heapq import heappush
 from typing import TYPE_CHECKING, Any
 
 from atmostonce.check import history as h
@@ -74,20 +74,22 @@ class Network:
         """A worker sends a message to the server."""
         if not conn.worker_open:
             return
-        self.seq += 1
-        msg = (self.seq, cls, args)
+        seq = self.seq + 1
+        msg = (seq, cls, args)
         w = conn.worker
         if w.cut:
+            self.seq = seq
             conn.held_up.append(msg)
             return
-        t = self.now + _LOW + _SPAN * self.rnd()
-        if w.extra_until > self.now:
+        now = self.now
+        t = now + _LOW + _SPAN * self.rnd()
+        if w.extra_until > now:
             t += w.extra
         if t < conn.up_free:
             t = conn.up_free
         conn.up_free = t
-        self.seq += 1
-        heapq.heappush(self.queue, (t, self.seq, self._arrive_up, conn, msg))
+        self.seq = seq + 1
+        heappush(self.queue, (t, seq + 1, self._arrive_up, conn, msg))
 
     def _arrive_up(self, conn: Conn, msg: Any) -> None:
         if not conn.server_open:
@@ -95,13 +97,14 @@ class Network:
         if conn.worker.cut:
             conn.held_up.append(msg)
             return
-        conn.last_receipt = self.now
+        now = self.now
+        conn.last_receipt = now
         _, cls, args = msg
-        event = cls(self.now, *args)
+        event = cls(now, *args)
         if cls is _STARTED:
-            self.record(h.StartDelivered(self.now, conn.id, event.attempt))
+            self.record(h.StartDelivered(now, conn.id, event.attempt))
         elif cls is _FINISHED:
-            self.record(h.ResultDelivered(self.now, conn.id, event.attempt, event.ok))
+            self.record(h.ResultDelivered(now, conn.id, event.attempt, event.ok))
         commands = self.executor.handle(event)
         if commands:
             self.carry_out(commands, True)
@@ -110,20 +113,22 @@ class Network:
         """The server sends a command to a worker."""
         if not conn.server_open:
             return
-        self.seq += 1
-        msg = (self.seq, cmd, None)
+        seq = self.seq + 1
+        msg = (seq, cmd, None)
         w = conn.worker
         if w.cut:
+            self.seq = seq
             conn.held_down.append(msg)
             return
-        t = self.now + _LOW + _SPAN * self.rnd()
-        if w.extra_until > self.now:
+        now = self.now
+        t = now + _LOW + _SPAN * self.rnd()
+        if w.extra_until > now:
             t += w.extra
         if t < conn.down_free:
             t = conn.down_free
         conn.down_free = t
-        self.seq += 1
-        heapq.heappush(self.queue, (t, self.seq, self._arrive_down, conn, msg))
+        self.seq = seq + 1
+        heappush(self.queue, (t, seq + 1, self._arrive_down, conn, msg))
 
     def _arrive_down(self, conn: Conn, msg: Any) -> None:
         if not conn.server_open or not conn.worker_open:
@@ -139,13 +144,13 @@ class Network:
         if conn.held_up:
             for msg in sorted(conn.held_up, key=lambda m: m[0]):
                 self.seq += 1
-                heapq.heappush(self.queue, (now, self.seq, self._arrive_up, conn, msg))
+                heappush(self.queue, (now, self.seq, self._arrive_up, conn, msg))
             conn.held_up.clear()
             conn.up_free = max(conn.up_free, now)
         if conn.held_down:
             for msg in sorted(conn.held_down, key=lambda m: m[0]):
                 self.seq += 1
-                heapq.heappush(self.queue, (now, self.seq, self._arrive_down, conn, msg))
+                heappush(self.queue, (now, self.seq, self._arrive_down, conn, msg))
             conn.held_down.clear()
             conn.down_free = max(conn.down_free, now)
 

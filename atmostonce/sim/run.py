@@ -3,8 +3,10 @@ that replays it."""
 
 from __future__ import annotations
 
+import gc
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from atmostonce.check.history import History, Violation
@@ -61,6 +63,33 @@ def run_seed(seed: int, profile: str, factory: ExecutorFactory,
              executor: str = DEFAULT_EXECUTOR, only: Iterable[int] | None = None,
              keep_history: bool = False, stop_on: str | None = None) -> RunResult:
     """Run `seed` under `profile` against the executors `factory` builds."""
+    with _collected_at_end():
+        return _run(seed, profile, factory, executor, only, keep_history, stop_on)
+
+
+@contextmanager
+def _collected_at_end() -> Iterator[None]:
+    """Pause automatic garbage collection while a seed runs and collect the run's garbage in
+    one pass after it.
+
+    A run builds thousands of objects in reference cycles (sessions and their calls, the
+    checker's calls and attempts, the simulation and its workers) that all live until the run
+    ends. Left on, the cyclic collector rescans them several times while they are still in use
+    and again once they are garbage, which took a sixth to a quarter of a campaign's time;
+    paused, each is scanned once. Nothing changes when the caller had turned collection off."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+        gc.collect(1)
+
+
+def _run(seed: int, profile: str, factory: ExecutorFactory, executor: str,
+         only: Iterable[int] | None, keep_history: bool, stop_on: str | None) -> RunResult:
     kept = tuple(sorted(set(only))) if only is not None else None
     scn = scenario(seed, find_profile(profile), kept)
     started = time.perf_counter()

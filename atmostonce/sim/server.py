@@ -11,8 +11,8 @@ and a restart inside a batch of commands stops right after a Persist.
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Callable
+from heapq import heappush
 from typing import TYPE_CHECKING, Any
 
 from atmostonce.check import history as h
@@ -33,6 +33,14 @@ _DROP = p.DropWorker
 _QUEUE_TIMEOUT = p.TimerKind.QUEUE_TIMEOUT
 _APPROVAL_DEADLINE = p.TimerKind.APPROVAL_DEADLINE
 _HEARTBEAT_TIMEOUT = p.TimerKind.HEARTBEAT_TIMEOUT
+
+
+def _persisted(cmd: p.GoAhead, journal: list[dict[str, p.JSON]], first: int) -> bool:
+    """D-5: an entry persisted earlier in the batch (the journal's from `first` on) names both
+    the go-ahead's attempt and its worker."""
+    attempt = cmd.attempt
+    worker = cmd.worker
+    return any(_names(journal[i], attempt, worker) for i in range(first, len(journal)))
 
 
 def _names(entry: dict[str, p.JSON], attempt: str, worker: str) -> bool:
@@ -119,27 +127,24 @@ class ExecutorHost:
             self.record(h.UserMessageSent(self.now, event.session_id, event.text, ok))
 
     def carry_out(self, commands: list[p.Command], crashable: bool) -> None:
-        """Carry out the executor's commands in order (the protocol's contract)."""
-        persisted: list[dict[str, p.JSON]] | None = None
+        """Carry out the executor's commands in order (the protocol's contract). The entries
+        this batch persisted are the journal's from `first` on."""
+        journal = self.journal
+        first = len(journal)
         last = len(commands) - 1
         for i, cmd in enumerate(commands):
             kind = type(cmd)
             if kind is _START_TIMER:
                 self._start_timer(cmd)  # type: ignore[arg-type]
+            elif kind is _PERSIST:
+                journal.append(cmd.entry)  # type: ignore[attr-defined]
+                if self.crash_armed and crashable and i < last:
+                    self._die_in_batch(commands[i + 1:], journal[first:])
+                    return
             elif kind is _STOP_TIMER:
                 self.timers.pop(cmd.timer, None)  # type: ignore[attr-defined]
-            elif kind is _PERSIST:
-                entry = cmd.entry  # type: ignore[attr-defined]
-                self.journal.append(entry)
-                if persisted is None:
-                    persisted = [entry]
-                else:
-                    persisted.append(entry)
-                if self.crash_armed and crashable and i < last:
-                    self._die_in_batch(commands[i + 1:], persisted)
-                    return
             elif kind is _GO_AHEAD:
-                self._go_ahead(cmd, persisted)  # type: ignore[arg-type]
+                self._go_ahead(cmd, journal, first)  # type: ignore[arg-type]
             elif kind is _NO_WORK:
                 conn = self.conns.get(cmd.worker)  # type: ignore[attr-defined]
                 if conn is not None:
@@ -155,21 +160,12 @@ class ExecutorHost:
         """The server dies right after a Persist: the later commands are never carried out,
         but a hand-out already persisted counts as reached (D-5)."""
         for cmd in rest:
-            if isinstance(cmd, p.GoAhead) and self._persisted(cmd, persisted):
+            if isinstance(cmd, p.GoAhead) and _persisted(cmd, persisted, 0):
                 self._hand_out(cmd, True, False)
         self.restart()
 
-    @staticmethod
-    def _persisted(cmd: p.GoAhead, persisted: list[dict[str, p.JSON]] | None) -> bool:
-        """D-5: a Persist earlier in the batch names both the attempt and the worker."""
-        if persisted is None:
-            return False
-        attempt = cmd.attempt
-        worker = cmd.worker
-        return any(_names(entry, attempt, worker) for entry in persisted)
-
-    def _go_ahead(self, cmd: p.GoAhead, persisted: list[dict[str, p.JSON]] | None) -> None:
-        self._hand_out(cmd, self._persisted(cmd, persisted), True)
+    def _go_ahead(self, cmd: p.GoAhead, journal: list[dict[str, p.JSON]], first: int) -> None:
+        self._hand_out(cmd, _persisted(cmd, journal, first), True)
         conn = self.conns.get(cmd.worker)
         if conn is not None:
             self.down(conn, cmd)
@@ -181,8 +177,9 @@ class ExecutorHost:
 
     def _publish(self, event: Any) -> None:
         key = f"{event.session_id}/{event.turn_id}/{event.tool_call_id}"
-        self.record(h.RecordPublished(self.now, key, event.status, event.error))
-        self.agents.on_record(key, event.status)
+        status = event.status
+        self.record(h.RecordPublished(self.now, key, status, event.error))
+        self.agents.on_record(key, status)
 
     def _drop(self, worker: str) -> None:
         self.record(h.WorkerDeclaredLost(self.now, worker))
@@ -193,38 +190,45 @@ class ExecutorHost:
     # -- timers: one heap entry per timer, moved lazily when a restart pushes it later -----------
 
     def _start_timer(self, cmd: p.StartTimer) -> None:
-        deadline = self.now + cmd.delay
-        rec = self.timers.get(cmd.timer)
+        """A timer record is [deadline, the deadline of its heap entry, the command]."""
+        now = self.now
+        deadline = now + cmd.delay
+        name = cmd.timer
+        rec = self.timers.get(name)
         kind = cmd.kind
-        if kind is _HEARTBEAT_TIMEOUT and rec is not None and deadline >= rec[1]:
+        if rec is not None and kind is _HEARTBEAT_TIMEOUT and deadline >= rec[1]:
             rec[0] = deadline
             rec[2] = cmd
             return
         if kind is _QUEUE_TIMEOUT or kind is _APPROVAL_DEADLINE:
-            self.record(h.TimerStarted(self.now, kind, cmd.subject, _key_of(cmd)))
+            self.record(h.TimerStarted(now, kind, cmd.subject, _key_of(cmd)))
         if rec is None:
             rec = [deadline, deadline, cmd]
-            self.timers[cmd.timer] = rec
+            self.timers[name] = rec
             self.seq += 1
-            heapq.heappush(self.queue, (deadline, self.seq, self._timer, cmd.timer, rec))
+            heappush(self.queue, (deadline, self.seq, self._timer, name, rec))
             return
         rec[0] = deadline
         rec[2] = cmd
         if deadline < rec[1]:
             rec[1] = deadline
-            self.at(deadline, self._timer, cmd.timer, rec)
+            self.seq += 1
+            heappush(self.queue, (deadline, self.seq, self._timer, name, rec))
 
     def _timer(self, name: str, rec: list[Any]) -> None:
         if self.timers.get(name) is not rec:
             return
-        if rec[0] > self.now:
-            rec[1] = rec[0]
-            self.at(rec[0], self._timer, name, rec)
+        deadline = rec[0]
+        if deadline > self.now:
+            rec[1] = deadline
+            self.seq += 1
+            heappush(self.queue, (deadline, self.seq, self._timer, name, rec))
             return
         del self.timers[name]
         cmd = rec[2]
-        self.record(h.TimerFired(self.now, cmd.kind, cmd.subject, _key_of(cmd)))
-        self.feed(p.TimerFired(self.now, name), True)
+        now = self.now
+        self.record(h.TimerFired(now, cmd.kind, cmd.subject, _key_of(cmd)))
+        self.feed(p.TimerFired(now, name), True)
 
 
 def _key_of(cmd: p.StartTimer) -> str:

@@ -22,6 +22,13 @@ if TYPE_CHECKING:
 
 POLL_INTERVAL = (1.0, 3.0)
 HEARTBEAT_INTERVAL = 1.5
+_POLL = p.Poll
+_STARTED = p.Started
+_FINISHED = p.Finished
+_NO_WORK = p.NoWork
+_GO_AHEAD = p.GoAhead
+_RETURNED = h.RunEnd.RETURNED
+_TOOL_FAILED = h.RunEnd.TOOL_FAILED
 
 
 class Run:
@@ -86,16 +93,16 @@ class Worker:
         if sim.paused_until > sim.now:
             sim.at(sim.paused_until + 0.5 * sim.rnd(), self.poll, conn)
             return
-        sim.up(conn, p.Poll, (conn.id,))
+        sim.up(conn, _POLL, (conn.id,))
 
     def receive(self, conn: Conn, cmd: p.Command) -> None:
         """A command arrived on `conn`; Cancel is ignored, as cooperative cancellation allows."""
         kind = type(cmd)
-        if kind is p.NoWork:
+        if kind is _NO_WORK:
             sim = self.sim
             low, high = POLL_INTERVAL
             sim.at(sim.now + low + (high - low) * sim.rnd(), self.poll, conn)
-        elif kind is p.GoAhead and conn is self.conn and self.run is None and self.alive:
+        elif kind is _GO_AHEAD and conn is self.conn and self.run is None and self.alive:
             self._start(conn, cmd)  # type: ignore[arg-type]
 
     # -- running a tool ---------------------------------------------------------------------------
@@ -104,24 +111,28 @@ class Worker:
         """D-5: the tool starts only on the go-ahead; the ledger records who ran what."""
         sim = self.sim
         now = sim.now
+        attempt, key, tool = cmd.attempt, cmd.key, cmd.tool
         call = sim.agents.by_args.get(cmd.arguments)
         plan = call.next_run() if call is not None else RunPlan(0.1, True, 0.5)
-        run_id = sim.ledger.next_run()
+        ledger = sim.ledger
+        run_id = ledger.next_run()
         duration = plan.duration + self.stall
         self.stall = 0.0
-        run = Run(run_id, conn, cmd.attempt, cmd.key, cmd.tool, plan, now + duration)
+        ends_at = now + duration
+        run = Run(run_id, conn, attempt, key, tool, plan, ends_at)
         self.run = run
-        sim.record(h.RunStarted(now, run_id, conn.id, cmd.attempt, cmd.key, cmd.tool,
-                                call.key if call is not None else cmd.key))
-        sim.up(conn, p.Started, (conn.id, cmd.attempt))
-        sim.at(run.ends_at, self._end, run, 0)
-        if sim.ledger.writes(cmd.tool):
-            sim.at(now + plan.apply_at * duration, self._apply, run)
+        sim.record(h.RunStarted(now, run_id, conn.id, attempt, key, tool,
+                                call.key if call is not None else key))
+        sim.up(conn, _STARTED, (conn.id, attempt))
+        at = sim.at
+        at(ends_at, self._end, run, 0)
+        if ledger.writes(tool):
+            at(now + plan.apply_at * duration, self._apply, run)
         if duration > HEARTBEAT_INTERVAL:
-            sim.at(now + HEARTBEAT_INTERVAL, self._beat, run)
+            at(now + HEARTBEAT_INTERVAL, self._beat, run)
         deadline = conn.last_receipt + sim.config.lease
-        if run.ends_at > deadline:
-            sim.at(deadline, self._lease, run)
+        if ends_at > deadline:
+            at(deadline, self._lease, run)
 
     def _apply(self, run: Run, _b: object) -> None:
         if run.live:
@@ -142,9 +153,10 @@ class Worker:
         run.live = False
         self.run = None
         ok = run.plan.ok
-        sim.record(h.RunEnded(sim.now, run.id, h.RunEnd.RETURNED if ok else h.RunEnd.TOOL_FAILED))
+        sim.record(h.RunEnded(sim.now, run.id, _RETURNED if ok else _TOOL_FAILED))
         output = f"result of {run.tool}" if ok else f"{run.tool} failed"
-        sim.up(run.conn, p.Finished, (run.conn.id, run.attempt, ok, output))
+        conn = run.conn
+        sim.up(conn, _FINISHED, (conn.id, run.attempt, ok, output))
         self._idle()
 
     def _lease(self, run: Run, _b: object) -> None:

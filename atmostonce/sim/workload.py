@@ -66,6 +66,12 @@ class Person(enum.Enum):
     """Approves, then rejects."""
 
 
+# Drawn for every call, as module names: reading a member from its class takes a slow attribute
+# lookup each time in CPython 3.11.
+_APPROVE, _REJECT, _MISS, _LATE, _TWICE, _FLIP = (
+    Person.APPROVE, Person.REJECT, Person.MISS, Person.LATE, Person.TWICE, Person.FLIP)
+
+
 class RunPlan(NamedTuple):
     """How one run of a tool behaves: how long, whether it returns, when a write applies (the
     fraction of the run after which it reaches its service). A named tuple: one is drawn for
@@ -76,8 +82,10 @@ class RunPlan(NamedTuple):
     apply_at: float
 
 
-@dataclass(frozen=True, slots=True)
-class CallPlan:
+class CallPlan(NamedTuple):
+    """What the model asks of one call and how it goes; a named tuple, like `RunPlan`: one is
+    drawn for every call a workload may ask."""
+
     tool: str
     runs: tuple[RunPlan, ...]
     reask: bool
@@ -138,16 +146,16 @@ def draw(rng: random.Random) -> Workload:
         turns = []
         for _ in range(rng.randint(2, 6)):
             picked = rng.sample(names, min(len(names), _calls_in_turn(rng)))
-            turns.append(tuple(_call(rng, name, config) for name in picked))
+            turns.append(tuple([_call(rng, name, config) for name in picked]))
         default = rng.choice(list(EffectClass)) if rng.random() < 0.3 else None
         sessions.append(SessionPlan(f"s{s + 1}", rng.uniform(0.0, window / 3), default,
                                     tuple(turns),
-                                    tuple(rng.uniform(0.1, 1.0) for _ in range(len(turns) + 4))))
+                                    tuple([rng.uniform(0.1, 1.0) for _ in range(len(turns) + 4)])))
     changes = tuple(sorted(
         (PolicyChange(rng.uniform(1.0, window), *_policy(rng, rng.choice(names)))
          for _ in range(rng.randint(0, 4))),
         key=lambda c: c.at))
-    spares = tuple(_call(rng, "", config) for _ in range(16))
+    spares = tuple([_call(rng, "", config) for _ in range(16)])
     return Workload(tools, tuple(sessions), changes, spares, rng.randint(2, 4), fence, window)
 
 
@@ -158,20 +166,20 @@ def _calls_in_turn(rng: random.Random) -> int:
 
 def _call(rng: random.Random, tool: str, config: ExecutorConfig) -> CallPlan:
     rnd = rng.random
-    runs = tuple(
-        RunPlan(min(4.0, 0.02 - 0.6 * math.log(1.0 - rnd())), rnd() < 0.9, rnd())
-        for _ in range(config.max_attempts)
-    )
+    log = math.log
+    runs = []
+    for _ in range(config.max_attempts):
+        duration = 0.02 - 0.6 * log(1.0 - rnd())
+        runs.append(RunPlan(duration if duration < 4.0 else 4.0, rnd() < 0.9, rnd()))
     r = rnd()
-    person = (Person.APPROVE if r < 0.55 else Person.REJECT if r < 0.70 else
-              Person.MISS if r < 0.80 else Person.LATE if r < 0.85 else
-              Person.TWICE if r < 0.95 else Person.FLIP)
+    person = (_APPROVE if r < 0.55 else _REJECT if r < 0.70 else _MISS if r < 0.80 else
+              _LATE if r < 0.85 else _TWICE if r < 0.95 else _FLIP)
     deadline = config.approval_deadline
-    if person is Person.LATE:
+    if person is _LATE:
         after = deadline + rng.uniform(0.2, 4.0)
     else:
         after = 0.1 + (0.8 * deadline - 0.1) * rnd()
-    return CallPlan(tool, runs, rnd() < 0.7, person, after, 3.0 * rnd(), rnd() < 0.03)
+    return CallPlan(tool, tuple(runs), rnd() < 0.7, person, after, 3.0 * rnd(), rnd() < 0.03)
 
 
 def _policy(rng: random.Random, tool: str) -> tuple[str, ToolPolicy | None, ToolHints | None]:

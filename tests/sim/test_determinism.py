@@ -3,6 +3,7 @@ from its own stream, so the fault schedule can change (or shrink) under the same
 
 from __future__ import annotations
 
+import gc
 import random
 
 from atmostonce.check.history import describe
@@ -58,3 +59,17 @@ def test_a_schedule_stays_in_its_window_and_in_time_order() -> None:
         kinds, faults = schedule(profile("chaos"), random.Random(seed), 30.0, 3, config)
         assert [f.at for f in faults] == sorted(f.at for f in faults)
         assert all(0 < f.at <= 30.0 and f.kind in kinds for f in faults)
+
+
+def test_a_run_leaves_garbage_collection_as_it_found_it() -> None:
+    """A run pauses automatic collection while it goes and collects after; it must hand the
+    process back as it was, and stay out of the way of a caller that turned collection off."""
+    assert gc.isenabled()
+    assert run_seed(3, "chaos", reference).ok
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        assert run_seed(3, "chaos", reference).ok
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
