@@ -35,8 +35,8 @@ property is judged against:
   on after its record only if the engine gave up on it while it could still run: cancelled
   or timed out (TC-AMO-3), or lost at a server restart (D-8); a worker declared lost has
   stopped its runs (D-12).
-- A-FENCE: with the fence on, no run of a single-attempt tool starts while a run of the same
-  tool that the engine gave up on still goes (D-6).
+- A-FENCE: with the fence on, no attempt of a single-attempt tool is handed out while a run of
+  the same tool that the engine gave up on still goes (D-6).
 - E-EVERY-CALL-RECORDED: at quiescence every call has a record (published or in a snapshot).
 - E-RECONCILE-ONCE: user messages name each outcome_unknown call's key exactly once: twice is
   reported as soon as it happens, never only at quiescence (TC-RCN-ONCE).
@@ -621,6 +621,8 @@ class HistoryChecker:
             self._bad("A-DID-NOT-RUN-TRUE", c,
                       f"attempt {e.attempt} was told to {e.worker} before its hand-out was "
                       "persisted (D-5)", pos)
+        if self.config.fence and c.single:
+            self._fence(c, e.attempt, pos)
         attempt = c.attempts.get(e.attempt)
         if attempt is not None and attempt.worker is not None:
             earlier = attempt.worker
@@ -768,12 +770,21 @@ class HistoryChecker:
                                               fence, (other.pos, pos)))
             if documented:
                 self.witnessed.add("S-DOUBLE-RUN")
-            if fence:
-                self._bad("A-FENCE", c,
-                          f"with the fence on, it ran while the abandoned run of "
-                          f"{other.call.key} (recorded {_name(other.call.record)}) still went",
-                          other.pos, other.call.record_pos, pos)
         live.append(run)
+
+    def _fence(self, c: _Call, attempt: str, pos: int) -> None:
+        """A-FENCE: with the fence on, an attempt of a single-attempt tool is handed out only
+        when no run of the tool that the engine gave up on still goes (D-6). An attempt handed
+        out earlier may overlap a run abandoned later: those are two calls running side by
+        side, which the fence does not hold back."""
+        for other in self._live_single.get(c.tool, ()):
+            if other.orphan and other.call is not c:
+                self._bad("A-FENCE", c,
+                          f"with the fence on, attempt {attempt} was handed out while the "
+                          f"abandoned run of {other.call.key} (recorded "
+                          f"{_name(other.call.record)}) still went",
+                          other.pos, other.call.record_pos, pos)
+                return
 
     def _run_ended(self, e: h.RunEnded, pos: int) -> None:
         run = self._runs.get(e.run)

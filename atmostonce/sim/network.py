@@ -139,20 +139,22 @@ class Network:
         conn.worker.receive(conn, msg[1])
 
     def flush(self, conn: Conn) -> None:
-        """The link healed: held messages go out now, in the order they were sent."""
-        now = self.now
+        """The link healed: held messages go out in the order they were sent, behind any
+        message still on the wire, so the connection stays FIFO."""
         if conn.held_up:
+            at = max(self.now, conn.up_free)
             for msg in sorted(conn.held_up, key=lambda m: m[0]):
                 self.seq += 1
-                heappush(self.queue, (now, self.seq, self._arrive_up, conn, msg))
+                heappush(self.queue, (at, self.seq, self._arrive_up, conn, msg))
             conn.held_up.clear()
-            conn.up_free = max(conn.up_free, now)
+            conn.up_free = at
         if conn.held_down:
+            at = max(self.now, conn.down_free)
             for msg in sorted(conn.held_down, key=lambda m: m[0]):
                 self.seq += 1
-                heappush(self.queue, (now, self.seq, self._arrive_down, conn, msg))
+                heappush(self.queue, (at, self.seq, self._arrive_down, conn, msg))
             conn.held_down.clear()
-            conn.down_free = max(conn.down_free, now)
+            conn.down_free = at
 
     def server_closes(self, conn: Conn) -> None:
         """The server closed `conn`: held messages are dropped; the worker learns of it after a

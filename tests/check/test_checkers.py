@@ -436,6 +436,22 @@ def test_a_fence_catches_a_new_run_while_an_abandoned_run_goes_on() -> None:
     assert s.properties() == {"A-FENCE", "E-EVERY-CALL-RECORDED"}
 
 
+@pytest.mark.clause("D-6")
+def test_the_fence_does_not_hold_back_a_call_handed_out_before_the_other_was_abandoned() -> None:
+    s = Story(ExecutorConfig(fence=True))
+    s.policy("send", NONIDEM, False)
+    s.session()
+    first = s.ask("send", "c1")
+    second = s.ask("send", "c2", "t2")
+    s.hand(first, "a1", "w1", "send")
+    s.run(first, "a1", "w1", "send")
+    s.hand(second, "a2", "w2", "send")
+    s.timed_out(first, "a1")
+    s.publish(first, S.FAILED, MAY_STILL_RUN)
+    s.run(second, "a2", "w2", "send")
+    assert "A-FENCE" not in s.properties()
+
+
 # -- eventually-properties ----------------------------------------------------------------------
 
 

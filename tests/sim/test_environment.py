@@ -105,3 +105,11 @@ def test_services_drop_a_repeated_key_only_when_keyed() -> None:
                     dropped += 1
                     assert service is Service.KEYED
     assert dropped > 0
+
+
+@pytest.mark.clause("TC-REC-1")
+def test_a_partition_healing_behind_a_slow_link_keeps_the_connection_fifo() -> None:
+    """Chaos seed 7213 once let messages held during a cut overtake older ones still on a slow
+    link, so a worker's hello arrived after its poll: a read then ran after its record."""
+    run = run_seed(7213, "chaos", reference, only=(0, 1, 3, 4, 5))
+    assert run.ok, [v.message for v in run.violations]
