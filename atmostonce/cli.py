@@ -317,11 +317,13 @@ def build_parser() -> argparse.ArgumentParser:
                           help="directory to write into (default diagrams)")
     diagrams.set_defaults(func=cmd_diagrams)
 
+    from atmostonce.chaos.commands import register as register_chaos
     from atmostonce.executor.runtime.commands import register as register_runtime
     from atmostonce.sim.commands import register as register_simulation
 
     register_simulation(sub)
     register_runtime(sub)
+    register_chaos(sub)
     return parser
 
 

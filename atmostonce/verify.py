@@ -163,8 +163,41 @@ def check_simulation(path: str, factory: ExecutorFactory) -> CheckResult:
     )
 
 
+CHAOS_SECONDS = 25.0
+"""Seconds of faults in verify's chaos run; with the start, the drain (at most CHAOS_DRAIN)
+and the clean-up the check takes well under a minute."""
+CHAOS_DRAIN = 20.0
+
+
+def check_chaos(path: str, factory: ExecutorFactory) -> CheckResult:
+    """A short chaos run on the real runtime (`atmostonce.chaos`): the server runs the executor
+    under test while workers are killed, paused and cut off and the server is restarted from
+    its journal; the history is checked by the simulator's checkers and no record a client saw
+    may be lost. Cut connections are both held and reset (D-12, tests/chaos/test_findings.py)."""
+    from atmostonce.chaos.run import ChaosOptions, run_chaos
+
+    result = run_chaos(ChaosOptions(duration=CHAOS_SECONDS, executor=path, pace=2.0,
+                                    drain=CHAOS_DRAIN))
+    details = [f"{v.property} ({v.key}): {v.message}" for v in result.violations[:3]]
+    details += [f"lost {lost.line()}" for lost in result.lost[:3]]
+    details += [f"engine error: {error}" for error in result.errors[:3]]
+    if details:
+        details.append(f"rerun: {result.options.command()}")
+    faults = ", ".join(f"{kind} {n}" for kind, n in result.faults.counts().items()) or "none"
+    return CheckResult(
+        "runtime", "chaos on the real runtime", result.ok,
+        f"{result.stats.calls:,} tool calls in {CHAOS_SECONDS:g} s of faults ({faults}) on "
+        f"{path}, {result.seconds:.1f} s; {len(result.violations)} violations, "
+        f"{len(result.lost)} lost records",
+        details,
+        {"calls": result.stats.calls, "faults": result.faults.counts(),
+         "violations": [v.property for v in result.violations], "lost_records": len(result.lost),
+         "double_runs": len(result.double_runs), "seconds": result.seconds},
+    )
+
+
 Check = Callable[[], CheckResult]
-LAYERS = ("spec", "model", "conformance", "simulation")
+LAYERS = ("spec", "model", "conformance", "simulation", "runtime")
 
 
 def plan(path: str, factory: ExecutorFactory, layers: tuple[str, ...] = LAYERS
@@ -176,6 +209,7 @@ def plan(path: str, factory: ExecutorFactory, layers: tuple[str, ...] = LAYERS
         ("model", "exhaustive model check", check_model),
         ("conformance", "conformance", lambda: check_conformance(path, factory)),
         ("simulation", "fault simulation", lambda: check_simulation(path, factory)),
+        ("runtime", "chaos on the real runtime", lambda: check_chaos(path, factory)),
     ]
     return [(name, check) for layer, name, check in checks if layer in layers]
 

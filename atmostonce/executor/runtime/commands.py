@@ -17,7 +17,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from atmostonce.executor import reference
+from atmostonce.check.loading import DEFAULT_EXECUTOR, load_factory
+from atmostonce.check.protocol import Executor, ExecutorConfig, ExecutorFactory
 from atmostonce.executor.runtime.options import (
     add_config_arguments,
     add_tool_arguments,
@@ -33,13 +34,19 @@ def register(subparsers: Any) -> None:
     """Add `serve`, `worker`, `ledger` and `demo` to the project's argparse subparsers."""
     serve = subparsers.add_parser(
         "serve", help="run the executor server on a journal",
-        description="Run the reference executor as a server: workers and clients connect to one "
+        description="Run an executor (the reference one unless --executor names another) as a "
+        "server: workers and clients connect to one "
         "TCP port and speak newline-delimited JSON; every record is journalled in an fsynced "
         "SQLite file before anyone can see it, and a restart recovers from it (D-5, D-8). "
-        "Exit 0 on SIGTERM/SIGINT, 1 when the journal cannot be written, 2 on bad input "
+        "Exit 0 on SIGTERM/SIGINT, 1 when the journal cannot be written or the executor "
+        "fails, 2 on bad input "
         "(a corrupt or foreign journal included).")
     serve.add_argument("--journal", required=True, metavar="PATH",
                        help="the journal file (created when missing)")
+    serve.add_argument("--executor", default=DEFAULT_EXECUTOR, metavar="MODULE:FACTORY",
+                       help="the executor the server drives: a factory taking an "
+                       "ExecutorConfig and returning an atmostonce.check.protocol.Executor "
+                       f"(default {DEFAULT_EXECUTOR})")
     _listen_arguments(serve)
     add_config_arguments(serve)
     serve.set_defaults(func=cmd_serve)
@@ -118,12 +125,24 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from atmostonce.executor.runtime.server import serve
 
     config = config_from_args(args)
-    reference(config)
+    factory = load_factory(args.executor)
+    _built(factory, config, args.executor)
     journal = _parent_exists(Path(args.journal), "journal")
     port = parse_port(args.port)
     _logging("server")
     return _until_signalled(lambda stop: serve(journal, args.host, port, config, stop,
-                                               _announce))
+                                               _announce, factory))
+
+
+def _built(factory: ExecutorFactory, config: ExecutorConfig, path: str) -> Executor:
+    """One executor with the server's options, so bad options fail before anything listens."""
+    try:
+        return factory(config)
+    except SpecError:
+        raise
+    except Exception as error:
+        raise SpecError(f"executor factory {path!r} refused the options: "
+                        f"{type(error).__name__}: {error}") from None
 
 
 def cmd_worker(args: argparse.Namespace) -> int:

@@ -3,13 +3,14 @@
 It starts the effect ledger, the server and two workers on loopback, sets each demo tool's
 policy, runs a read that succeeds (TC-EFF-READ), a refund that waits for approval and gets it
 (TC-APR-3), and an order cancellation whose worker is killed with SIGKILL after the write took
-effect, so the call records outcome_unknown (TC-AMO-2, TC-REC-EXHAUST-OTHER). Then it reconciles
-that call from the ledger with `send_user_message` (TC-RCN-*), shows the AgentEvents it saw and
-the final snapshot, and cleans up.
+effect, so the call records outcome_unknown (TC-AMO-2, TC-REC-EXHAUST-OTHER). Then it runs the
+reconcile job (`atmostonce.reconcile`, TC-RCN-*) twice, asking the ledger, shows the AgentEvents
+it saw and the final snapshot, and cleans up.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Iterator
 
@@ -18,8 +19,8 @@ from atmostonce.executor.runtime.client import Client
 from atmostonce.executor.runtime.ledger_client import LedgerClient, Run
 from atmostonce.executor.runtime.processes import Cluster
 from atmostonce.executor.runtime.tools import TOOLS
+from atmostonce.reconcile import ReconcileRun, as_check, report_unknown_outcomes
 from atmostonce.spec.policy import resolve_policy
-from atmostonce.spec.reconcile import pending_reports, report_text
 from atmostonce.spec.session import AgentSnapshot, ToolCallFinished, ToolCallStatus
 
 SESSION = "demo-session"
@@ -152,16 +153,19 @@ def _session(demo: _Demo, cluster: Cluster, client: Client, ledger: LedgerClient
     demo.detail("the session never runs it again (TC-AMO-2, TC-RCN-1)")
 
     demo.say("reconcile (TC-RCN-KEY, TC-RCN-ASK, TC-RCN-TELL):")
-    for pending in pending_reports(SESSION, client.get_agent_snapshot(SESSION).messages):
-        applied = ledger.applied(pending.key)
-        finding = ("the cancellation of order 1002 went through" if applied else
-                   "the cancellation of order 1002 did not happen")
-        text = report_text("the order system", finding, pending.key)
-        sent = client.send_user_message(SESSION, text)
-        demo.detail(f"the order service holds {applied} operation(s) with key {pending.key}")
-        demo.detail(f"send_user_message -> {sent}: {text!r}")
-    rerun = pending_reports(SESSION, client.get_agent_snapshot(SESSION).messages)
-    demo.detail(f"a second reconcile run finds {len(rerun)} call(s) left to report "
+
+    def order_system(key: str, arguments: str) -> str:
+        demo.detail(f"the order service holds {ledger.applied(key)} operation(s) with key "
+                    f"{key}")
+        if ledger.applied(key):
+            return "the cancellation of order 1002 went through"
+        return "the cancellation of order 1002 did not happen"
+
+    first = asyncio.run(_reconcile(cluster, order_system))
+    for report in first.reports:
+        demo.detail(f"send_user_message -> {report.accepted}: {report.text!r}")
+    rerun = asyncio.run(_reconcile(cluster, order_system))
+    demo.detail(f"a second reconcile run finds {len(rerun.reports)} call(s) left to report "
                 "(TC-RCN-ONCE)")
 
     demo.say(f"the AgentEvents stream delivered {len(seen)} tool_call_finished event(s):")
@@ -178,6 +182,13 @@ def _session(demo: _Demo, cluster: Cluster, client: Client, ledger: LedgerClient
     for run in ledger.runs():
         end = run.end or "no end: its worker was killed"
         demo.detail(f"{run.key:<28} {run.tool:<13} at {run.worker}: {end}")
+
+
+async def _reconcile(cluster: Cluster, check: Callable[[str, str], str]) -> ReconcileRun:
+    """One run of the reconcile job (`atmostonce.reconcile`) on its own connection."""
+    async with cluster.async_client() as client:
+        return await report_unknown_outcomes(client, SESSION, as_check(check),
+                                             "the order system")
 
 
 def _recording(stream: Iterator[ToolCallFinished],

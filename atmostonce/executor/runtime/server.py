@@ -1,5 +1,7 @@
-"""The runtime server: the reference executor's sans-IO core driven by asyncio, a durable journal
-and real connections.
+"""The runtime server: an executor's sans-IO core driven by asyncio, a durable journal and real
+connections. The executor is the reference one unless `serve` gets another factory (any
+`atmostonce.check.protocol.Executor`, such as a mutant under test: `atmostonce serve --executor
+MODULE:FACTORY`); the server relies on the protocol alone.
 
 Each message from a worker or a client becomes a protocol event stamped with the loop's
 monotonic clock (offset so that times recovered from the journal never run backwards), the core
@@ -79,6 +81,7 @@ from atmostonce.check.protocol import (
     Event,
     Executor,
     ExecutorConfig,
+    ExecutorFactory,
     Finished,
     GoAhead,
     Heartbeat,
@@ -508,11 +511,13 @@ class Server:
 
 
 async def serve(journal: Path, host: str, port: int, config: ExecutorConfig,
-                stop: asyncio.Event, announce: Callable[[str], None] | None = None) -> int:
-    """Recover from the journal, listen, and serve until `stop` is set; 0 on a clean stop, 1
-    when the journal could not be written. SpecError for a bad journal or bad options."""
+                stop: asyncio.Event, announce: Callable[[str], None] | None = None,
+                factory: ExecutorFactory = reference) -> int:
+    """Recover from the journal, listen, and serve until `stop` is set, running the executor
+    `factory` builds; 0 on a clean stop, 1 when the journal could not be written or the
+    executor failed. SpecError for a bad journal or bad options."""
     loop = asyncio.get_running_loop()
-    executor = reference(config)
+    executor = factory(config)
 
     def recover(entries: list[Entry]) -> tuple[float, int, list[Command]]:
         offset = max(0.0, last_time(entries) - loop.time())

@@ -6,7 +6,8 @@ has (`Connected.running`: going, or finished with a result not delivered yet), p
 starts a tool only on its go-ahead (D-5), logs the run's start and end to the effect ledger,
 sends `started`, heartbeats while the tool runs and `finished` when it returns or reports a
 failure. A cancel request is passed on to the tool, which may go on (TC-AMO-3). After a lost
-connection or a server restart the slot reconnects and the run goes on (D-8).
+connection or a server restart the slot connects again once its run is over, and then delivers
+the run's result or failure as a late one (D-8, D-12).
 
 Self-fencing (D-12): a slot's lease runs from the moment it sent the latest message the server
 acknowledged. When a run is going and the lease has run out, the process exits at once with
@@ -173,8 +174,17 @@ class Slot:
                 if self.conn is not None:
                     self.conn.close()
                 self.conn = None
+            await self._outlive_run()
             if self.process.stopping and self.run is None:
                 return
+
+    async def _outlive_run(self) -> None:
+        """Cut off from the server, a slot does not connect again while its run goes on: the
+        server may already count the attempt lost, so the run ends first, by itself or by the
+        lease watchdog fencing the process (D-12)."""
+        run = self.run
+        if run is not None and run.going and run.task is not None:
+            await asyncio.wait([run.task])
 
     async def _session(self) -> None:
         run = self.run

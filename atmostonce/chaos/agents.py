@@ -1,0 +1,441 @@
+"""The agents of a chaos run, on the harness's event loop: the model running sessions turn by
+turn, the people answering approvals, the tool owner changing policies, a watcher reading
+snapshots, and the reconcile job.
+
+Each session asks the calls of a turn, waits until each has a record (from the AgentEvents
+stream, or from a snapshot when no event comes), and may ask a tool again after a failed or
+unknown record (TC-REC-2, TC-AMO-4). Asks and policy changes never overlap (one lock), so the
+order the harness saw is the order the server applied them in: the checkers resolve each
+call's policy from that order (TC-SNAP-1). A call whose answer is lost to a server restart is
+simply asked again: asks are idempotent by their ids. An outcome_unknown record schedules the
+reconcile job for its session (`atmostonce.reconcile`), which sometimes dies right after a
+send, before the reply, and is then just run again later (TC-RCN-ONCE); at the end it runs
+twice more for every session, and a rerun must send nothing new.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import random
+import time
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from atmostonce.chaos import workload as wl
+from atmostonce.chaos.engine import UNAVAILABLE, SessionAPI
+from atmostonce.chaos.observations import (
+    AnswerSeen,
+    AskSeen,
+    EventSeen,
+    Observations,
+    SendSeen,
+    SnapshotSeen,
+)
+from atmostonce.check import history as h
+from atmostonce.check.protocol import ExecutorConfig
+from atmostonce.reconcile import OutcomeCheck, ReconcileRun, report_unknown_outcomes
+from atmostonce.spec.keys import build_key
+from atmostonce.spec.policy import EffectClass, ToolHints, ToolPolicy, resolve_policy
+from atmostonce.spec.session import AgentSnapshot, ToolCallStatus
+
+T = TypeVar("T")
+
+RETRY_PAUSE = 0.1
+WATCHDOG = 5.0
+"""Seconds a turn waits for its records before the model reads the snapshot."""
+RECONCILE_CRASH = 0.2
+"""How likely a reconcile run during the faults dies right after a send."""
+REPORT_SOURCE = "the effect ledger"
+_ASK_AGAIN = (ToolCallStatus.FAILED, ToolCallStatus.OUTCOME_UNKNOWN)
+
+
+def now() -> float:
+    return time.monotonic()
+
+
+class ReconcileCrashed(Exception):
+    """The reconcile job died after a send, before its reply."""
+
+
+@dataclass
+class Call:
+    key: str
+    session_id: str
+    tool: str
+    depth: int
+    status: ToolCallStatus | None = None
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+@dataclass
+class Session:
+    session_id: str
+    rng: random.Random
+    open: bool = True
+
+
+class _Observed:
+    """The session API as the reconcile job uses it, with every snapshot and send observed; with
+    `crash`, the first send goes out and the job dies before its reply."""
+
+    def __init__(self, api: SessionAPI, obs: Observations, crash: bool) -> None:
+        self.api = api
+        self.obs = obs
+        self.crash = crash
+
+    async def get_agent_snapshot(self, session_id: str) -> AgentSnapshot:
+        self.obs.count("snapshot")
+        sent = now()
+        snapshot = await self.api.get_agent_snapshot(session_id)
+        self.obs.snapshots.append(SnapshotSeen(sent, now(), session_id, snapshot.tool_calls))
+        return snapshot
+
+    async def send_user_message(self, session_id: str, text: str) -> bool:
+        self.obs.count("send_user_message")
+        sent = now()
+        if self.crash:
+            task = asyncio.ensure_future(self.api.send_user_message(session_id, text))
+            await asyncio.sleep(0)
+            task.cancel()
+            self.obs.sends.append(SendSeen(sent, None, session_id, text, None))
+            raise ReconcileCrashed("the job died after the send, before its reply")
+        try:
+            accepted = await self.api.send_user_message(session_id, text)
+        except UNAVAILABLE:
+            self.obs.sends.append(SendSeen(sent, None, session_id, text, None))
+            raise
+        self.obs.sends.append(SendSeen(sent, now(), session_id, text, accepted))
+        return accepted
+
+
+class Agents:
+    """Every agent of one run; `run()` until `stop()`, then `settle()` and `finish()`."""
+
+    def __init__(self, api: SessionAPI, support: SessionAPI, obs: Observations,
+                 config: ExecutorConfig, seed: int, check: OutcomeCheck,
+                 sessions: int) -> None:
+        self.api = api
+        self.support = support
+        self.obs = obs
+        self.config = config
+        self.seed = seed
+        self.check = check
+        self.concurrency = sessions
+        self.lock = asyncio.Lock()
+        self.stopping = asyncio.Event()
+        self.abandon = asyncio.Event()
+        self.statements = dict(wl.INITIAL)
+        self.defaults: dict[str, EffectClass | None] = {}
+        self.calls: dict[str, Call] = {}
+        self.sessions: dict[str, Session] = {}
+        self.numbers = itertools.count(1)
+        self.session_numbers = itertools.count(1)
+        self.runners: list[asyncio.Task[None]] = []
+        self.helpers: set[asyncio.Task[Any]] = set()
+        self.reconcile_due: set[str] = set()
+        self.reconcile_locks: dict[str, asyncio.Lock] = {}
+        self.rng = random.Random(f"atmostonce-chaos:{seed}:agents")
+
+    def _random(self, purpose: str) -> random.Random:
+        return random.Random(f"atmostonce-chaos:{self.seed}:{purpose}")
+
+    # -- running -------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Register the tools, then run sessions until `stop()`."""
+        for tool, (policy, hints) in wl.INITIAL.items():
+            await self._set_policy(tool, policy, hints)
+        self.runners = [asyncio.create_task(self._sessions()) for _ in range(self.concurrency)]
+        self._spawn(self._change_policies())
+        self._spawn(self._watch())
+        for outcome in await asyncio.gather(*self.runners, return_exceptions=True):
+            self._failed(outcome)
+
+    def stop(self) -> None:
+        """Ask no new turns; the turns going on still wait for their records."""
+        self.stopping.set()
+
+    def in_flight(self) -> list[str]:
+        return [key for key, call in self.calls.items() if call.status is None]
+
+    async def settle(self, timeout: float) -> bool:
+        """Wait until every session and person is done (True), or give up after `timeout`."""
+        self.stopping.set()
+        deadline = now() + timeout
+        while now() < deadline:
+            waiting = [t for t in (*self.runners, *self.helpers) if not t.done()]
+            if not waiting:
+                return True
+            await asyncio.wait(waiting, timeout=max(0.0, deadline - now()))
+        self.abandon.set()
+        return False
+
+    async def finish(self) -> None:
+        """Reconcile every session twice (the rerun must send nothing new, TC-RCN-ONCE), then
+        read every session's final snapshot."""
+        for _ in range(2):
+            for session_id in list(self.sessions):
+                run = await self.reconcile(session_id)
+                if run is not None and not run.complete:
+                    await self.reconcile(session_id)
+        for session_id in list(self.sessions):
+            snapshot = await self._snapshot(session_id)
+            if snapshot is not None:
+                self.obs.final[session_id] = snapshot
+
+    async def close(self) -> None:
+        await self.api.close()
+        await self.support.close()
+
+    def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
+        task = asyncio.ensure_future(coro)
+        self.helpers.add(task)
+        task.add_done_callback(self._helper_done)
+
+    def _helper_done(self, task: asyncio.Task[Any]) -> None:
+        self.helpers.discard(task)
+        if not task.cancelled():
+            self._failed(task.exception())
+
+    def _failed(self, outcome: object) -> None:
+        """Note an agent that stopped on an error no client call allows (an error reply to a
+        valid request): a finding about the engine."""
+        if isinstance(outcome, Exception) and not isinstance(outcome, UNAVAILABLE):
+            self.obs.errors.append(f"{type(outcome).__name__}: {outcome}")
+
+    async def _retry(self, what: str, op: Callable[[], Awaitable[T]]) -> T:
+        """Call `op` until it answers; a call whose answer never came is asked again."""
+        while True:
+            self.obs.count(what)
+            try:
+                return await op()
+            except UNAVAILABLE:
+                self.obs.unavailable += 1
+                if self.abandon.is_set():
+                    raise
+                await asyncio.sleep(RETRY_PAUSE)
+
+    async def _sleep(self, seconds: float) -> bool:
+        """Sleep, or stop early when the run stops; True when the run goes on."""
+        try:
+            await asyncio.wait_for(self.stopping.wait(), seconds)
+        except TimeoutError:
+            return True
+        return False
+
+    # -- the tool owner ------------------------------------------------------------------------
+
+    async def _set_policy(self, tool: str, policy: ToolPolicy | None,
+                          hints: ToolHints | None) -> None:
+        async with self.lock:
+            self.obs.entries.append(h.PolicySet(now(), tool, policy, hints))
+            self.statements[tool] = (policy, hints)
+            await self._retry("set_policy", lambda: self.api.set_policy(tool, policy, hints))
+
+    async def _change_policies(self) -> None:
+        rng = self._random("policies")
+        while await self._sleep(rng.uniform(2.0, 8.0)):
+            tool, (policy, hints) = wl.policy_change(rng)
+            await self._set_policy(tool, policy, hints)
+
+    # -- the model -----------------------------------------------------------------------------
+
+    async def _sessions(self) -> None:
+        while not self.stopping.is_set() and not self.abandon.is_set():
+            await self._session()
+
+    async def _session(self) -> None:
+        number = next(self.session_numbers)
+        session_id = f"s{number}"
+        rng = self._random(f"session:{number}")
+        default = wl.session_default(rng)
+        async with self.lock:
+            self.obs.entries.append(h.SessionOpened(now(), session_id, default))
+            self.defaults[session_id] = default
+            await self._retry("open_session", lambda: self.api.open_session(session_id,
+                                                                              default))
+        session = Session(session_id, rng)
+        self.sessions[session_id] = session
+        listener = asyncio.create_task(self._listen(session))
+        try:
+            await self._turns(session, rng)
+        finally:
+            session.open = False
+            listener.cancel()
+            for outcome in await asyncio.gather(listener, return_exceptions=True):
+                self._failed(outcome)
+
+    async def _turns(self, session: Session, rng: random.Random) -> None:
+        turns = rng.randint(2, 5)
+        again: list[tuple[str, int]] = []
+        turn = 0
+        while not self.stopping.is_set() and (turn < turns or again):
+            turn += 1
+            taken = {tool for tool, _ in again}
+            picks = again + [(t, 0) for t in wl.turn_tools(rng) if t not in taken]
+            again = []
+            calls = [await self._ask(session, f"t{turn}", tool, depth) for tool, depth in picks]
+            await self._await_records(session, calls)
+            for call in calls:
+                if call.status in _ASK_AGAIN and call.depth < wl.MAX_DEPTH and \
+                        rng.random() < wl.REASK:
+                    again.append((call.tool, call.depth + 1))
+            await self._sleep(rng.uniform(0.05, 0.4))
+
+    async def _ask(self, session: Session, turn_id: str, tool: str, depth: int) -> Call:
+        number = next(self.numbers)
+        call_id = f"c{number}"
+        session_id = session.session_id
+        key = build_key(session_id, turn_id, call_id)
+        arguments = json.dumps(wl.arguments(session.rng, number, self.config), sort_keys=True)
+        call = Call(key, session_id, tool, depth)
+        self.calls[key] = call
+        async with self.lock:
+            policy, hints = self.statements[tool]
+            effective = resolve_policy(policy, hints, self.defaults.get(session_id))
+            self.obs.entries.append(h.CallAsked(now(), key, session_id, turn_id, call_id, tool,
+                                                arguments))
+            await self._retry("ask", lambda: self.api.ask(session_id, turn_id, call_id, tool,
+                                                          arguments))
+            self.obs.acked.append(AskSeen(key, session_id, now()))
+        rng = self._random(f"person:{key}")
+        if effective.requires_approval:
+            self._spawn(self._person(call, rng))
+        elif rng.random() < 0.03:
+            self._spawn(self._answer_later(call.key, True, rng.uniform(0.05, 1.0)))
+        return call
+
+    async def _await_records(self, session: Session, calls: list[Call]) -> None:
+        while not self.abandon.is_set():
+            pending = [c for c in calls if c.status is None]
+            if not pending:
+                return
+            waits = [asyncio.ensure_future(c.done.wait()) for c in pending]
+            _, late = await asyncio.wait(waits, timeout=WATCHDOG)
+            for wait in late:
+                wait.cancel()
+            if late:
+                await self._snapshot(session.session_id)
+
+    def _recorded(self, key: str, status: ToolCallStatus) -> None:
+        call = self.calls.get(key)
+        if call is None or call.status is not None:
+            return
+        call.status = status
+        call.done.set()
+        if status is ToolCallStatus.OUTCOME_UNKNOWN:
+            self._reconcile_soon(call.session_id)
+
+    async def _listen(self, session: Session) -> None:
+        """The session's AgentEvents stream, subscribed again (with past events) after a lost
+        connection."""
+        for generation in itertools.count(1):
+            subscribed = now()
+            self.obs.count("subscribe")
+            try:
+                async for event in self.api.events(session.session_id, past=True):
+                    key = build_key(event.session_id, event.turn_id, event.tool_call_id)
+                    self.obs.events.append(EventSeen(now(), key, event.status, event.error,
+                                                     (session.session_id, generation),
+                                                     subscribed))
+                    self._recorded(key, event.status)
+            except UNAVAILABLE:
+                self.obs.unavailable += 1
+                await asyncio.sleep(RETRY_PAUSE / 2)
+
+    async def _snapshot(self, session_id: str) -> AgentSnapshot | None:
+        while True:
+            self.obs.count("snapshot")
+            sent = now()
+            try:
+                snapshot = await self.api.get_agent_snapshot(session_id)
+            except UNAVAILABLE:
+                self.obs.unavailable += 1
+                if self.abandon.is_set():
+                    return None
+                await asyncio.sleep(RETRY_PAUSE)
+                continue
+            self.obs.snapshots.append(SnapshotSeen(sent, now(), session_id,
+                                                   snapshot.tool_calls))
+            for view in snapshot.tool_calls:
+                if view.status.final:
+                    self._recorded(build_key(session_id, view.turn_id, view.tool_call_id),
+                                   view.status)
+            return snapshot
+
+    async def _watch(self) -> None:
+        """Read the snapshot of a session still running, now and then, so calls are also seen
+        waiting for approval and running."""
+        rng = self._random("watcher")
+        while await self._sleep(rng.uniform(0.3, 1.0)):
+            open_sessions = [s for s in self.sessions.values() if s.open]
+            if open_sessions:
+                await self._snapshot(rng.choice(open_sessions).session_id)
+
+    # -- people --------------------------------------------------------------------------------
+
+    async def _person(self, call: Call, rng: random.Random) -> None:
+        who = wl.person(rng)
+        if who is wl.Person.MISS:
+            return
+        await asyncio.sleep(wl.answer_after(rng, who, self.config.approval_deadline))
+        await self._answer(call.key, who is not wl.Person.REJECT)
+        if who is wl.Person.TWICE:
+            await self._answer_later(call.key, True, rng.uniform(0.05, 1.0))
+        elif who is wl.Person.FLIP:
+            await self._answer_later(call.key, False, rng.uniform(0.05, 1.0))
+
+    async def _answer_later(self, key: str, approve: bool, after: float) -> None:
+        await asyncio.sleep(after)
+        await self._answer(key, approve)
+
+    async def _answer(self, key: str, approve: bool) -> None:
+        """Answer until a reply comes; an answer whose reply was lost is given again (D-7)."""
+        while not self.abandon.is_set():
+            self.obs.count("approve" if approve else "reject")
+            sent = now()
+            try:
+                reply = await (self.api.approve(key) if approve else self.api.reject(key))
+            except UNAVAILABLE:
+                self.obs.unavailable += 1
+                self.obs.answers.append(AnswerSeen(sent, None, key, approve, None))
+                await asyncio.sleep(RETRY_PAUSE)
+                continue
+            self.obs.answers.append(AnswerSeen(sent, now(), key, approve, reply.accepted,
+                                               reply.text))
+            return
+
+    # -- the reconcile job ---------------------------------------------------------------------
+
+    def _reconcile_soon(self, session_id: str) -> None:
+        if session_id in self.reconcile_due or self.stopping.is_set():
+            return
+        self.reconcile_due.add(session_id)
+        self._spawn(self._reconcile_later(session_id))
+
+    async def _reconcile_later(self, session_id: str) -> None:
+        await asyncio.sleep(self.rng.uniform(0.3, 2.0))
+        self.reconcile_due.discard(session_id)
+        run = await self.reconcile(session_id, crash=self.rng.random() < RECONCILE_CRASH)
+        if run is None or not run.complete:
+            self._reconcile_soon(session_id)
+
+    async def reconcile(self, session_id: str, crash: bool = False) -> ReconcileRun | None:
+        """One run of the job for the session; None when it could not read the history. Runs
+        for one session never overlap."""
+        lock = self.reconcile_locks.setdefault(session_id, asyncio.Lock())
+        async with lock:
+            messenger = _Observed(self.support, self.obs, crash)
+            try:
+                run = await report_unknown_outcomes(messenger, session_id, self.check,
+                                                    REPORT_SOURCE)
+            except UNAVAILABLE:
+                self.obs.unavailable += 1
+                return None
+            crashed = not run.complete
+            self.obs.entries.append(h.ReconcileRan(now(), session_id,
+                                                   len(run.reports) + crashed, crashed))
+            return run

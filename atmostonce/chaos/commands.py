@@ -1,0 +1,207 @@
+"""The `chaos` and `reconcile` subcommands; `register` adds them to the `atmostonce` parser.
+
+Exit codes: `chaos` 0 when the history broke no property and no record was lost, 1 otherwise,
+2 for bad input; `reconcile` 0 when every outcome_unknown call of the session is reported,
+1 when a send failed and the job must be run again, 2 for bad input (a server or ledger that
+cannot be reached included). Both print one JSON object with `--json`; `chaos` writes its
+progress lines on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from atmostonce.chaos.engine import DEFAULT_ENGINE, CutMode, load_callable
+from atmostonce.chaos.nemesis import NemesisKind
+from atmostonce.check.loading import DEFAULT_EXECUTOR
+from atmostonce.reconcile import (
+    DEFAULT_SOURCE,
+    OutcomeCheck,
+    ReconcileRun,
+    as_check,
+    ledger_check,
+    report_unknown_outcomes,
+)
+from atmostonce.spec.errors import SpecError
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+SERVER_ENV = "ATMOSTONCE_SERVER"
+LEDGER_ENV = "ATMOSTONCE_LEDGER"
+ALL_NEMESES = ",".join(k.value for k in NemesisKind)
+
+
+def register(subparsers: Any) -> None:
+    """Add `chaos` and `reconcile` to the project's argparse subparsers."""
+    chaos = subparsers.add_parser(
+        "chaos", help="run agent sessions on the real runtime while a nemesis hurts it",
+        description="Start the effect ledger and an engine (the reference runtime unless "
+        "--engine names an adapter) on loopback, run agent sessions over its session API while "
+        "a seeded nemesis kills workers (SIGKILL), pauses them (SIGSTOP/SIGCONT), cuts their "
+        "connections and restarts the server from its journal; then heal, let every call reach "
+        "a record, reconcile, and check the history built from what the clients saw, the "
+        "ledger, the server's journal and the faults with the simulator's checkers. Stops by "
+        "itself after the duration plus a bounded drain and cleans up every process and file "
+        "it started. Exit 0 clean, 1 on a violation or a lost record, 2 on bad input.")
+    chaos.add_argument("--duration", type=_seconds, default=60.0, metavar="S",
+                       help="seconds of faults and new sessions (default 60)")
+    chaos.add_argument("--workers", type=_whole, default=3, metavar="N",
+                       help="worker processes (default 3)")
+    chaos.add_argument("--nemesis", default=ALL_NEMESES, metavar="KINDS",
+                       help=f"comma-separated fault kinds: {ALL_NEMESES} (default all)")
+    chaos.add_argument("--cuts", default="hold,drop", metavar="MODES",
+                       help="how a partition cuts a worker's connection: hold (traffic waits), "
+                       "drop (connections reset), or both (default hold,drop)")
+    chaos.add_argument("--pace", type=_seconds, default=1.0, metavar="X",
+                       help="faults come X times as often as by default (default 1)")
+    chaos.add_argument("--seed", type=_whole, default=0, metavar="S",
+                       help="seed of the workload and the fault schedule (default 0)")
+    chaos.add_argument("--fence", action="store_true",
+                       help="run the executor with its fence on (D-6)")
+    chaos.add_argument("--engine", default=DEFAULT_ENGINE, metavar="MODULE:FACTORY",
+                       help="the engine adapter: a factory taking an EngineSetup and returning "
+                       f"an atmostonce.chaos.engine.Engine (default {DEFAULT_ENGINE})")
+    chaos.add_argument("--executor", default=DEFAULT_EXECUTOR, metavar="MODULE:FACTORY",
+                       help=f"the executor the engine's server runs (default {DEFAULT_EXECUTOR})")
+    chaos.add_argument("--workdir", metavar="DIR",
+                       help="keep the journal, the ledger and the logs in DIR (default: a "
+                       "temporary directory, removed afterwards)")
+    chaos.add_argument("--json", action="store_true", help="print one JSON object")
+    chaos.set_defaults(func=cmd_chaos)
+
+    reconcile = subparsers.add_parser(
+        "reconcile", help="report the real outcome of a session's outcome_unknown calls",
+        description="Read the session's history, find its outcome_unknown calls no user message "
+        "reports yet, rebuild each one's idempotency key, ask the effect ledger (or your "
+        "--check) what happened, and send one report per call with send_user_message. Running "
+        "it again sends nothing new, also after a crash between a send and its return; a send "
+        "is never retried (TC-RCN-ONCE). Exit 0 when every call is reported, 1 when a send "
+        "failed (run it again), 2 on bad input.")
+    reconcile.add_argument("--session", required=True, metavar="ID", help="the session id")
+    reconcile.add_argument("--server", metavar="HOST:PORT",
+                           help=f"the server (default: ${SERVER_ENV})")
+    reconcile.add_argument("--ledger", metavar="HOST:PORT",
+                           help=f"the effect ledger to ask (default: ${LEDGER_ENV})")
+    reconcile.add_argument("--check", metavar="MODULE:FUNCTION",
+                           help="ask your own service instead: a function (key, tool arguments "
+                           "as JSON) -> finding text, plain or async")
+    reconcile.add_argument("--source", metavar="TEXT",
+                           help="who the note says it comes from (default: the effect ledger, "
+                           "or your application with --check)")
+    reconcile.add_argument("--json", action="store_true", help="print one JSON object")
+    reconcile.set_defaults(func=cmd_reconcile)
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def _stderr(line: str) -> None:
+    print(f"atmostonce chaos: {line}", file=sys.stderr, flush=True)
+
+
+def cmd_chaos(args: argparse.Namespace) -> int:
+    """A chaos run; SIGTERM, like Ctrl-C, stops it after everything is cleaned up."""
+    from atmostonce.chaos.report import chaos_json, chaos_text
+    from atmostonce.chaos.run import ChaosOptions, run_chaos
+
+    options = ChaosOptions(duration=args.duration, workers=args.workers,
+                           nemesis=NemesisKind.parse_list(args.nemesis), seed=args.seed,
+                           pace=args.pace, cuts=_cuts(args.cuts),
+                           fence=args.fence, engine=args.engine, executor=args.executor,
+                           workdir=Path(args.workdir) if args.workdir else None)
+    signal.signal(signal.SIGTERM, _interrupt)
+    result = run_chaos(options, _stderr)
+    if args.json:
+        print(json.dumps(chaos_json(result), indent=2))
+    else:
+        print(chaos_text(result))
+    return EXIT_OK if result.ok else EXIT_FAILED
+
+
+def cmd_reconcile(args: argparse.Namespace) -> int:
+    from atmostonce.executor.runtime.wire import parse_address
+    from atmostonce.spec.keys import component_problem
+
+    problem = component_problem(args.session)
+    if problem is not None:
+        raise SpecError(f"session id {args.session!r} {problem}")
+    server = parse_address(_address(args.server, SERVER_ENV, "--server"))
+    close: Callable[[], None] | None = None
+    if args.check:
+        check = as_check(load_callable(args.check, "check", "myapp.orders:check_cancel"))
+        source = args.source or "your application"
+    else:
+        ledger = parse_address(_address(args.ledger, LEDGER_ENV, "--ledger (or --check)"))
+        check, close = ledger_check(*ledger)
+        source = args.source or DEFAULT_SOURCE
+    run = asyncio.run(_reconcile(server, args.session, check, source, close))
+    if args.json:
+        print(json.dumps(run.as_json(), indent=2))
+    else:
+        print(f"session {run.session_id}: {run.unknown} outcome_unknown call(s), "
+              f"{run.already_reported} reported before")
+        for report in run.reports:
+            print(f"  reported {report.key} "
+                  f"({'accepted' if report.accepted else 'REFUSED'}): {report.text}")
+        print("every outcome_unknown call is reported" if run.complete else
+              f"interrupted: {run.interrupted}")
+    return EXIT_OK if run.complete else EXIT_FAILED
+
+
+async def _reconcile(server: tuple[str, int], session_id: str, check: OutcomeCheck,
+                     source: str, close: Callable[[], None] | None) -> ReconcileRun:
+    from atmostonce.executor.runtime.client import AsyncClient
+
+    try:
+        async with AsyncClient(*server) as client:
+            return await report_unknown_outcomes(client, session_id, check, source)
+    finally:
+        if close is not None:
+            close()
+
+
+def _cuts(text: str) -> tuple[CutMode, ...]:
+    modes: list[CutMode] = []
+    for part in text.split(","):
+        name = part.strip()
+        try:
+            mode = CutMode(name)
+        except ValueError:
+            raise SpecError(f"unknown cut {name!r} (known: hold, drop)") from None
+        if mode not in modes:
+            modes.append(mode)
+    return tuple(modes)
+
+
+def _address(given: str | None, env: str, flag: str) -> str:
+    value = given or os.environ.get(env)
+    if not value:
+        raise SpecError(f"no address: pass {flag} HOST:PORT or set ${env}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
+
+
+def _whole(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None

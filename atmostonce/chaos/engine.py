@@ -1,0 +1,314 @@
+"""The black-box adapter: what a durable-execution engine implements so that `atmostonce chaos`
+can run it on real processes, hurt it, and check what it did against the Tool Calls spec.
+
+Writing an adapter for your engine
+==================================
+
+Write a factory `module:function` that takes an `EngineSetup` and returns an object with the
+methods of `Engine`, and run `atmostonce chaos --engine module:function`. The harness then:
+
+1. starts the effect ledger service itself (its ground truth: see "Where the tools write"),
+   builds your engine with the setup, and calls `start()`;
+2. runs agent sessions through `client()`: it sets tool policies, opens sessions, asks tool
+   calls of the four demo tools (one per effect class), approves and rejects them, reads
+   snapshots and the AgentEvents stream, and reconciles outcome_unknown calls with
+   `send_user_message`;
+3. meanwhile injects faults through the process-control methods: `kill_worker`,
+   `pause_worker`/`resume_worker`, `cut`/`heal` a worker's connection, `kill_server` +
+   `start_server`; and starts a replacement with `start_worker` whenever a worker is gone;
+4. stops the faults, heals everything, lets every call reach a record, runs reconcile twice,
+   calls `close()`, then reads `server_log()`, merges it with what its clients saw, the
+   ledger and its own fault log into one history (`atmostonce.check.history`) and runs the
+   same checkers as the simulator on it.
+
+The two halves of the adapter run on different threads: process control is called from the
+harness's main thread (one call at a time; each returns when the change is done), the
+`SessionAPI` returned by `client()` is used from the harness's asyncio event loop.
+
+Where the tools write
+---------------------
+
+`EngineSetup.ledger` is the `HOST:PORT` of the effect ledger service
+(`atmostonce.executor.runtime.ledger` documents its wire format). Your workers must run the
+four demo tools of `atmostonce.executor.runtime.tools` and, like the runtime's worker, log each
+run's start (`run_started`: worker, attempt, key, tool) and end (`run_ended`), and send each
+write with the call's idempotency key (`write`). The ledger is the ground truth the checkers
+judge records against: a `succeeded` needs a run that returned, "did not run" needs no run,
+two overlapping runs of a single-attempt tool must have the documented shape (TC-AMO-4).
+The simplest way is to start the runtime's worker (`python -m atmostonce.executor.runtime
+worker --server ... --ledger ...`) against your server, if it speaks the runtime's wire.
+
+Times
+-----
+
+Every time an adapter reports (`at`) is `time.monotonic()` on this machine (CLOCK_MONOTONIC),
+the clock the ledger and the harness read too, so the three can be merged into one history.
+
+What only the server sees
+-------------------------
+
+`server_log()`, called after `close()`, returns the facts the harness cannot observe from
+outside (`ServerLog`): each hand-out of an attempt to a worker, whether it was durable before
+its go-ahead (D-5) and whether the go-ahead was sent; attempts queued; approvals the server
+took and deadlines that fired; attempts cancelled or timed out; results that reached the
+executor; workers it declared lost; and the moments it heard that a run ended. Hand-outs are
+required: without them an outcome_unknown record cannot be told from a lie (A-UNKNOWN-REACHED).
+The reference adapter (`atmostonce.chaos.reference`) reads them from its server's journal and
+from a TCP proxy it puts between each worker and the server.
+
+Errors
+------
+
+A client call that cannot reach the server, or whose connection goes before the answer comes,
+raises `ServerUnavailable`, `ConnectionError` or another `OSError`: the harness then treats
+the call as indeterminate and asks again later (asks are idempotent by their ids). Any other
+exception is a finding about the engine.
+"""
+
+from __future__ import annotations
+
+import enum
+import importlib
+import re
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol, cast, runtime_checkable
+
+from atmostonce.check import history as h
+from atmostonce.check.protocol import ExecutorConfig
+from atmostonce.executor.runtime.client import AnswerReply, ServerUnavailable
+from atmostonce.executor.runtime.wire import LOOPBACK
+from atmostonce.spec.errors import SpecError
+from atmostonce.spec.policy import EffectClass, ToolHints, ToolPolicy
+from atmostonce.spec.session import AgentSnapshot, ToolCallFinished
+
+DEFAULT_ENGINE = "atmostonce.chaos.reference:engine"
+
+UNAVAILABLE: tuple[type[BaseException], ...] = (ServerUnavailable, ConnectionError, OSError,
+                                                TimeoutError)
+"""What a client call raises when its outcome is unknown: the harness asks again later."""
+
+
+class CutMode(enum.Enum):
+    """How a worker's connection to the server is cut."""
+
+    HOLD = "hold"
+    """Nothing passes either way, nothing is lost: held traffic goes through when healed."""
+    DROP = "drop"
+    """Open connections are closed and new ones refused until healed."""
+
+
+@dataclass(frozen=True)
+class EngineSetup:
+    """What the harness gives the engine's factory."""
+
+    workdir: Path
+    """A directory for the engine's files (journal, logs); the harness removes it."""
+    ledger: str
+    """HOST:PORT of the effect ledger: where the engine's tools write with the call's key."""
+    config: ExecutorConfig
+    """The options the engine's executor runs with: timeouts, lease, the fence (D-6, D-12)."""
+    workers: int
+    """Worker processes to start with."""
+    executor: str
+    """MODULE:FACTORY of the executor the engine's server drives, for engines that take one
+    (`atmostonce serve --executor`); others ignore it."""
+    host: str = LOOPBACK
+
+
+@dataclass(frozen=True)
+class WorkerRef:
+    """One worker process, as the engine started it."""
+
+    id: str
+    """The harness's name for it in reports (w1, w2, ...)."""
+    names: tuple[str, ...]
+    """The worker names the engine's server and the ledger know it by."""
+    pid: int | None = None
+
+
+@dataclass(frozen=True)
+class RunEndSeen:
+    """The server (or the adapter on its wire) heard at `at` that the run of `attempt` at
+    `worker` was over: an upper bound on when the run ended."""
+
+    at: float
+    worker: str
+    attempt: str
+    ok: bool | None = None
+    """Whether the tool returned (True) or reported a failure (False), when known."""
+
+
+@dataclass
+class ServerLog:
+    """What only the engine's server saw (see the module docstring)."""
+
+    entries: list[h.Entry] = field(default_factory=list)
+    """History entries of these kinds, in time order: `HandedOut` (required), `TimerStarted`
+    (QUEUE_TIMEOUT: an attempt queued), `TimerFired` (APPROVAL_DEADLINE), `ApprovalAnswered`
+    (each answer the server accepted, at the moment it took it), `Cancelled`,
+    `ResultDelivered`, `WorkerDeclaredLost`, `StartDelivered`, `WorkerConnected`."""
+    run_ends: list[RunEndSeen] = field(default_factory=list)
+    durable: list[float] = field(default_factory=list)
+    """When each durable journal entry was written, if the engine has a journal."""
+    notes: list[str] = field(default_factory=list)
+    """Lines for the report: what the adapter could and could not observe."""
+
+
+class SessionAPI(Protocol):
+    """The session API the harness drives: the runtime's `AsyncClient` has exactly these."""
+
+    async def set_policy(self, tool: str, policy: ToolPolicy | None = None,
+                         hints: ToolHints | None = None) -> None: ...
+
+    async def open_session(self, session_id: str,
+                           default_effect: EffectClass | None = None) -> None: ...
+
+    async def ask(self, session_id: str, turn_id: str, tool_call_id: str, tool: str,
+                  arguments: str = "{}") -> str:
+        """Returns the call's idempotency key once the call is durable."""
+        ...
+
+    async def approve(self, key: str) -> AnswerReply: ...
+
+    async def reject(self, key: str) -> AnswerReply: ...
+
+    async def get_agent_snapshot(self, session_id: str) -> AgentSnapshot: ...
+
+    async def send_user_message(self, session_id: str, text: str) -> bool: ...
+
+    def events(self, session_id: str, past: bool = True) -> AsyncIterator[ToolCallFinished]:
+        """The session's AgentEvents stream; with `past`, first the records made before."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+@runtime_checkable
+class Engine(Protocol):
+    """What an adapter implements (see the module docstring)."""
+
+    def start(self) -> None:
+        """Start the server and `setup.workers` workers; return when all serve."""
+        ...
+
+    def close(self) -> None:
+        """Stop every process the engine started and make its durable state complete; safe to
+        call twice and after a failed start."""
+        ...
+
+    def describe(self) -> str:
+        """One line for the report: what runs, with which executor."""
+        ...
+
+    def pids(self) -> list[int]:
+        """Every process the engine started, so the harness can prove none outlives it."""
+        ...
+
+    # -- the server -------------------------------------------------------------------------
+
+    def kill_server(self) -> None:
+        """Kill the server at once (SIGKILL); return when it is gone and every message the
+        adapter got from it has been recorded."""
+        ...
+
+    def start_server(self) -> None:
+        """Start the server again from its durable state, on the same address (D-8)."""
+        ...
+
+    def server_alive(self) -> bool: ...
+
+    # -- workers ----------------------------------------------------------------------------
+
+    def start_worker(self) -> WorkerRef:
+        """One more worker process, connected when this returns."""
+        ...
+
+    def workers(self) -> list[WorkerRef]:
+        """The worker processes started and not yet known to be gone."""
+        ...
+
+    def worker_alive(self, worker: WorkerRef) -> bool: ...
+
+    def kill_worker(self, worker: WorkerRef) -> None:
+        """SIGKILL; return when the process is gone."""
+        ...
+
+    def pause_worker(self, worker: WorkerRef) -> None:
+        """SIGSTOP: the process stops where it is and keeps its connections."""
+        ...
+
+    def resume_worker(self, worker: WorkerRef) -> None:
+        """SIGCONT."""
+        ...
+
+    def cut(self, worker: WorkerRef, mode: CutMode) -> None:
+        """Cut the worker's connection to the server (see `CutMode`)."""
+        ...
+
+    def heal(self, worker: WorkerRef) -> None: ...
+
+    # -- observation ------------------------------------------------------------------------
+
+    def client(self) -> SessionAPI:
+        """A new session client for the harness's event loop; it connects on first use."""
+        ...
+
+    def server_log(self) -> ServerLog:
+        """After `close()`: what only the server saw."""
+        ...
+
+
+EngineFactory = Callable[[EngineSetup], Engine]
+
+_PATH = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*$")
+
+
+def load_callable(path: str, what: str, example: str) -> Callable[..., object]:
+    """The callable at `path` (`package.module:function`); SpecError, one line, for a path that
+    is malformed, cannot be imported or names nothing callable. `what` names it in errors."""
+    if not isinstance(path, str) or not _PATH.match(path):
+        raise SpecError(f"malformed {what} path {path!r}: expected module:function, such as "
+                        f"{example}")
+    module_name, _, attribute = path.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as error:
+        raise SpecError(f"cannot import {what} module {module_name!r}: "
+                        f"{type(error).__name__}: {error}") from None
+    target = getattr(module, attribute, None)
+    if target is None:
+        raise SpecError(f"{what} module {module_name!r} has no attribute {attribute!r}")
+    if not callable(target):
+        raise SpecError(f"{what} {path!r} is not callable")
+    found: Callable[..., object] = target
+    return found
+
+
+def load_engine(path: str) -> EngineFactory:
+    """The engine factory at `path`; SpecError for a bad path (see `load_callable`)."""
+    return cast(EngineFactory, load_callable(path, "engine", DEFAULT_ENGINE))
+
+
+def built(factory: EngineFactory, setup: EngineSetup, path: str) -> Engine:
+    """The engine `factory` builds for `setup`, checked against the `Engine` protocol."""
+    try:
+        engine = factory(setup)
+    except SpecError:
+        raise
+    except Exception as error:
+        raise SpecError(f"engine factory {path!r} failed: {type(error).__name__}: "
+                        f"{error}") from None
+    if not isinstance(engine, Engine):
+        missing = [name for name in _METHODS if not callable(getattr(engine, name, None))]
+        raise SpecError(f"engine factory {path!r} returned a {type(engine).__name__}, which "
+                        f"is no atmostonce.chaos.engine.Engine (missing: {', '.join(missing)})")
+    return engine
+
+
+_METHODS: Sequence[str] = (
+    "start", "close", "describe", "pids", "kill_server", "start_server", "server_alive",
+    "start_worker", "workers", "worker_alive", "kill_worker", "pause_worker", "resume_worker",
+    "cut", "heal", "client", "server_log",
+)

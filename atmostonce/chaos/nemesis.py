@@ -1,0 +1,323 @@
+"""The nemesis: seeded faults injected into a running engine, and the log of what it did.
+
+Four kinds, each at its own mean rate, at moments and on targets drawn from the seed:
+
+- `kill`: a worker process gets SIGKILL mid-whatever (its runs die with it); a fresh worker
+  process replaces it a moment later (TC-REC-LOST, TC-AMO-2).
+- `pause`: a worker process gets SIGSTOP and, after a while, SIGCONT: a worker that is there
+  but silent (D-12).
+- `partition`: a worker's connection to the server is cut through its proxy: held (nothing
+  passes, nothing is lost) or dropped (reset, new connections refused), as `cuts` allows,
+  then healed (D-12).
+- `restart`: the server gets SIGKILL and is started again from its journal (D-8).
+
+Pauses and cuts last less than the lease, between the lease and the heartbeat timeout, or
+longer, so every side of D-12 is met. Targets are preferably workers running a tool right now
+(the ledger says which), and a worker carries one fault at a time. The nemesis also keeps the
+worker count: a worker that ended itself (it fenced itself, D-12) is logged and replaced, and a
+server that died on its own is logged as an engine failure and started again. Everything runs
+on the caller's thread, which must be the thread that started the engine.
+"""
+
+from __future__ import annotations
+
+import enum
+import heapq
+import itertools
+import random
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from atmostonce.chaos.engine import CutMode, Engine, WorkerRef
+from atmostonce.check.protocol import ExecutorConfig
+from atmostonce.spec.errors import SpecError
+
+
+class NemesisKind(enum.Enum):
+    KILL = "kill"
+    PAUSE = "pause"
+    PARTITION = "partition"
+    RESTART = "restart"
+
+    @classmethod
+    def parse_list(cls, text: str) -> tuple[NemesisKind, ...]:
+        """`kill,pause,...` as kinds, in the order given; SpecError naming a bad one."""
+        kinds: list[NemesisKind] = []
+        for part in text.split(","):
+            name = part.strip()
+            if not name:
+                continue
+            try:
+                kind = cls(name)
+            except ValueError:
+                known = ", ".join(k.value for k in cls)
+                raise SpecError(f"unknown nemesis {name!r} (known: {known})") from None
+            if kind not in kinds:
+                kinds.append(kind)
+        return tuple(kinds)
+
+
+MEAN_GAP: dict[NemesisKind, float] = {
+    NemesisKind.KILL: 3.0,
+    NemesisKind.PAUSE: 4.0,
+    NemesisKind.PARTITION: 4.0,
+    NemesisKind.RESTART: 9.0,
+}
+"""Mean seconds between two faults of a kind, at pace 1; the first of each kind comes within
+its mean gap, so that even a short run meets every kind it asks for."""
+TICK = 0.05
+BUSY_FIRST = 0.7
+"""How likely a fault picks a worker that runs a tool, when one does."""
+PAUSE_MARGIN = 0.01
+CONSEQUENCES = ("exit", "server-died")
+"""Fault log kinds the nemesis did not inject but saw happen."""
+"""Seconds a process may still run after SIGSTOP was sent."""
+
+
+def now() -> float:
+    return time.monotonic()
+
+
+class EngineFailed(Exception):
+    """The engine cannot go on: its server or a worker did not start."""
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One fault as it happened: `kind` is kill, pause, partition-hold, partition-drop,
+    restart, exit (a worker ended itself) or server-died; `end` is when it was undone."""
+
+    kind: str
+    start: float
+    end: float | None
+    worker: str = ""
+    names: tuple[str, ...] = ()
+    detail: str = ""
+
+    def line(self, origin: float) -> str:
+        span = f"{self.start - origin:8.3f}s" + (
+            f" .. {self.end - origin:8.3f}s" if self.end is not None else " " * 13)
+        who = f" {self.worker} ({', '.join(self.names)})" if self.worker else ""
+        return f"{span} {self.kind}{who}{': ' + self.detail if self.detail else ''}"
+
+
+@dataclass
+class FaultLog:
+    faults: list[Fault] = field(default_factory=list)
+    restarts: list[float] = field(default_factory=list)
+    """When each server restart's kill was complete and every client had heard of it: the
+    boundary between two lives of the server."""
+    errors: list[str] = field(default_factory=list)
+    """What went wrong with the engine itself (a server that died on its own)."""
+
+    def counts(self) -> dict[str, int]:
+        """Faults the nemesis injected, by kind."""
+        return dict(sorted(Counter(f.kind for f in self.faults
+                                   if f.kind not in CONSEQUENCES).items()))
+
+    def consequences(self) -> dict[str, int]:
+        """What the engine did by itself: workers that ended themselves (fenced, D-12), a server
+        that died."""
+        return dict(sorted(Counter(f.kind for f in self.faults
+                                   if f.kind in CONSEQUENCES).items()))
+
+
+class Nemesis:
+    """Injects the chosen kinds of fault into `engine` (see the module docstring)."""
+
+    def __init__(self, engine: Engine, kinds: tuple[NemesisKind, ...], seed: int,
+                 config: ExecutorConfig, workers: int, barrier: Callable[[], None],
+                 busy: Callable[[], set[str]], say: Callable[[str], None],
+                 pace: float = 1.0, cuts: tuple[CutMode, ...] = tuple(CutMode)) -> None:
+        self.engine = engine
+        self.kinds = kinds
+        self.pace = pace
+        self.cuts = cuts or tuple(CutMode)
+        self.rng = random.Random(f"atmostonce-chaos:{seed}:nemesis")
+        self.config = config
+        self.workers = workers
+        self.barrier = barrier
+        self.busy = busy
+        self.say = say
+        self.log = FaultLog()
+        self.live: dict[str, WorkerRef] = {w.id: w for w in engine.workers()}
+        self.faulted: dict[str, tuple[str, float, str]] = {}
+        """Worker id -> (fault kind, since, detail) while a pause or cut is on."""
+        self.owed = 0
+        """Replacement workers still to start."""
+        self.server_down_since: float | None = None
+        self._todo: list[tuple[float, int, Callable[[], None]]] = []
+        self._order = itertools.count()
+
+    # -- the loop ------------------------------------------------------------------------------
+
+    def run(self, duration: float, tick: Callable[[], None] = lambda: None) -> None:
+        """Inject faults for `duration` seconds; `tick` is called every loop."""
+        end = now() + duration
+        due = {kind: now() + self.rng.uniform(0.2, 1.0) * MEAN_GAP[kind] / self.pace
+               for kind in self.kinds}
+        while now() < end:
+            self.supervise()
+            self._run_due()
+            for kind, when in due.items():
+                if when <= now():
+                    self._inject(kind)
+                    due[kind] = now() + self._gap(kind)
+            tick()
+            time.sleep(TICK)
+
+    def _gap(self, kind: NemesisKind) -> float:
+        return self.rng.expovariate(self.pace / MEAN_GAP[kind])
+
+    def _later(self, delay: float, action: Callable[[], None]) -> None:
+        heapq.heappush(self._todo, (now() + delay, next(self._order), action))
+
+    def _run_due(self) -> None:
+        while self._todo and self._todo[0][0] <= now():
+            _, _, action = heapq.heappop(self._todo)
+            action()
+
+    def settle(self) -> None:
+        """Stop injecting: undo every pause and cut, start the server if it is down and
+        replace every worker that is gone."""
+        while self._todo:
+            _, _, action = heapq.heappop(self._todo)
+            action()
+        self.supervise()
+        while self.owed > 0:
+            self._replace()
+
+    # -- keeping the engine whole --------------------------------------------------------------
+
+    def supervise(self) -> None:
+        """Notice a server that died on its own and workers that ended themselves."""
+        if self.server_down_since is None and not self.engine.server_alive():
+            at = now()
+            self.barrier()
+            self.log.restarts.append(now())
+            self.log.faults.append(Fault("server-died", at, None, detail="not the nemesis"))
+            self.log.errors.append(f"the server died on its own at {at:.3f}")
+            self._start_server("the server died on its own; started it again from its journal")
+        for wid, ref in list(self.live.items()):
+            if wid not in self.faulted and not self.engine.worker_alive(ref):
+                del self.live[wid]
+                self.log.faults.append(Fault("exit", now(), None, wid, ref.names,
+                                             "the worker ended itself"))
+                self.owed += 1
+                self._later(0.1, self._replace)
+
+    def _start_server(self, what: str) -> None:
+        before = set(self.engine.pids())
+        try:
+            self.engine.start_server()
+        except SpecError as error:
+            self.log.errors.append(f"the server did not start again: {error}")
+            raise EngineFailed(str(error)) from None
+        new = sorted(set(self.engine.pids()) - before)
+        self.say(f"{what} ({', '.join(f'pid {pid}' for pid in new) or 'no new process'})")
+
+    def _replace(self) -> None:
+        if self.owed <= 0:
+            return
+        if self.server_down_since is not None:
+            self._later(0.1, self._replace)
+            return
+        self.owed -= 1
+        try:
+            ref = self.engine.start_worker()
+        except SpecError as error:
+            self.log.errors.append(f"a worker did not start: {error}")
+            raise EngineFailed(str(error)) from None
+        self.live[ref.id] = ref
+        self.say(f"started worker {ref.id} ({', '.join(ref.names)}, pid {ref.pid})")
+
+    def _target(self) -> WorkerRef | None:
+        free = [w for w in self.live.values() if w.id not in self.faulted]
+        if not free:
+            return None
+        if self.rng.random() < BUSY_FIRST:
+            running = self.busy()
+            busy = [w for w in free if running.intersection(w.names)]
+            if busy:
+                return self.rng.choice(busy)
+        return self.rng.choice(free)
+
+    def _duration(self) -> float:
+        """Shorter than the lease, between it and the heartbeat timeout, or longer (D-12)."""
+        lease = self.config.lease
+        hb = self.config.heartbeat_timeout
+        r = self.rng.random()
+        if r < 1 / 3:
+            return self.rng.uniform(0.1, 0.8 * lease)
+        if r < 2 / 3:
+            return self.rng.uniform(1.1 * lease, 0.9 * hb)
+        return self.rng.uniform(1.1 * hb, 2.0 * hb)
+
+    # -- faults --------------------------------------------------------------------------------
+
+    def _inject(self, kind: NemesisKind) -> None:
+        if kind is NemesisKind.RESTART:
+            self._restart()
+            return
+        target = self._target()
+        if target is None:
+            return
+        if kind is NemesisKind.KILL:
+            self._kill(target)
+        elif kind is NemesisKind.PAUSE:
+            self._pause(target)
+        else:
+            self._cut(target)
+
+    def _kill(self, worker: WorkerRef) -> None:
+        self.engine.kill_worker(worker)
+        self.live.pop(worker.id, None)
+        self.log.faults.append(Fault("kill", now(), None, worker.id, worker.names))
+        self.owed += 1
+        self._later(self.rng.uniform(0.2, 1.5), self._replace)
+
+    def _pause(self, worker: WorkerRef) -> None:
+        self.engine.pause_worker(worker)
+        since = now() + PAUSE_MARGIN
+        self.faulted[worker.id] = ("pause", since, "")
+
+        def resume() -> None:
+            self.engine.resume_worker(worker)
+            self.faulted.pop(worker.id, None)
+            self.log.faults.append(Fault("pause", since, now(), worker.id, worker.names))
+
+        self._later(self._duration(), resume)
+
+    def _cut(self, worker: WorkerRef) -> None:
+        mode = self.rng.choice(self.cuts)
+        self.engine.cut(worker, mode)
+        since = now()
+        self.faulted[worker.id] = ("partition", since, mode.value)
+
+        def heal() -> None:
+            self.engine.heal(worker)
+            self.faulted.pop(worker.id, None)
+            self.log.faults.append(Fault(f"partition-{mode.value}", since, now(), worker.id,
+                                         worker.names))
+
+        self._later(self._duration(), heal)
+
+    def _restart(self) -> None:
+        if self.server_down_since is not None:
+            return
+        at = now()
+        self.engine.kill_server()
+        self.barrier()
+        boundary = now()
+        self.log.restarts.append(boundary)
+        self.server_down_since = at
+
+        def start() -> None:
+            self._start_server("restarted the server from its journal")
+            self.log.faults.append(Fault("restart", at, now(), detail=f"down "
+                                         f"{now() - at:.2f}s"))
+            self.server_down_since = None
+
+        self._later(self.rng.uniform(0.0, 0.4), start)

@@ -1,0 +1,162 @@
+"""What a person reads after a chaos run, and the same as one JSON object: the operations, the
+faults by kind, the records per effect class (the simulator's statistics,
+`atmostonce.sim.stats`), the double runs and whether each has the documented shape, lost
+records, and every violation with the entries it involves and the command that reruns it."""
+
+from __future__ import annotations
+
+from atmostonce.chaos.run import ChaosResult
+from atmostonce.check.history import ReconcileRan, describe
+from atmostonce.sim.report import SOMETIMES, unwitnessed
+from atmostonce.sim.stats import EFFECTS, RECORDS
+
+SHOWN = 10
+"""Violations the text report details; JSON has them all."""
+
+
+def chaos_json(result: ChaosResult) -> dict[str, object]:
+    o = result.options
+    obs = result.obs
+    totals = result.totals.as_json()
+    return {
+        "verdict": "pass" if result.ok else "fail",
+        "seed": o.seed,
+        "duration": o.duration,
+        "workers": o.workers,
+        "nemesis": [k.value for k in o.nemesis],
+        "fence": o.fence,
+        "engine": o.engine,
+        "executor": o.executor,
+        "engine_description": result.engine,
+        "seconds": round(result.seconds, 3),
+        "operations": sum(obs.operations.values()),
+        "operations_by_kind": dict(sorted(obs.operations.items())),
+        "unanswered": obs.unavailable,
+        "calls": result.stats.calls,
+        "faults": result.faults.counts(),
+        "engine_events": result.faults.consequences(),
+        "server_restarts": len(result.faults.restarts),
+        "records": totals["records"],
+        "retries": totals["retries"],
+        "time_to_record": totals["time_to_record"],
+        "double_runs": [{"tool": d.tool, "first": d.first, "second": d.second,
+                         "documented_shape": d.documented, "fence": d.fence}
+                        for d in result.double_runs],
+        "violations": [{"property": v.property, "call": v.key, "message": v.message,
+                        "positions": list(v.positions),
+                        "entries": [describe(result.entries[p]) for p in v.positions
+                                    if p < len(result.entries)],
+                        "rerun": o.command()} for v in result.violations],
+        "lost_records": [lost.as_json() for lost in result.lost],
+        "errors": result.errors,
+        "drained": result.drained,
+        "reconcile": _reconcile(result),
+        "witnessed": sorted(result.witnessed),
+        "unwitnessed": unwitnessed(result.totals),
+        "history_entries": len(result.entries),
+        "notes": result.notes,
+        "pids": result.pids,
+        "rerun": o.command(),
+    }
+
+
+def _reconcile(result: ChaosResult) -> dict[str, int]:
+    runs = [e for e in result.entries if isinstance(e, ReconcileRan)]
+    sends = result.obs.sends
+    return {"runs": len(runs), "crashed": sum(1 for r in runs if r.crashed),
+            "sends": len(sends), "unanswered_sends": sum(1 for s in sends if s.accepted is None)}
+
+
+def chaos_text(result: ChaosResult) -> str:
+    o = result.options
+    obs = result.obs
+    t = result.totals
+    kinds = ", ".join(f"{kind} {n:,}" for kind, n in sorted(obs.operations.items()))
+    faults = ", ".join(f"{kind} {n}" for kind, n in result.faults.counts().items()) or "none"
+    own = result.faults.consequences()
+    rec = _reconcile(result)
+    lines = [
+        f"atmostonce chaos: {o.duration:g}s, {o.workers} workers, nemesis "
+        f"{','.join(k.value for k in o.nemesis) or 'none'}, seed {o.seed}, fence "
+        f"{'on' if o.fence else 'off'} ({result.seconds:.1f}s in all)",
+        f"  engine: {result.engine or o.engine}",
+        f"  operations: {sum(obs.operations.values()):,} session API calls ({kinds}); "
+        f"{obs.unavailable:,} went unanswered (lost connection, restarting server) and were "
+        "asked again",
+        f"  faults injected: {faults}; workers that stopped themselves when their lease ran "
+        f"out (D-12): {own.get('exit', 0)}; server deaths not injected: "
+        f"{own.get('server-died', 0)}",
+        *(f"  {note}" for note in result.notes),
+        f"  reconcile: {rec['runs']} runs ({rec['crashed']} died after a send), "
+        f"{rec['sends']} reports sent",
+        "",
+        f"  {t.calls:,} tool calls",
+        *_records(result),
+        _retries(result),
+        "",
+        *_double_runs(result),
+        f"  sometimes-properties witnessed: {len(result.witnessed)} of {len(SOMETIMES)}",
+        "",
+        *_lost(result),
+        *_violations(result),
+        *(f"  engine error: {error}" for error in result.errors),
+        f"verdict: {'PASS' if result.ok else 'FAIL'} ({len(result.violations)} violations, "
+        f"{len(result.lost)} lost records, {len(result.errors)} engine errors; "
+        f"{len(result.entries):,} history entries checked)",
+    ]
+    if not result.ok:
+        lines.append(f"rerun: {o.command()}")
+    return "\n".join(lines)
+
+
+def _records(result: ChaosResult) -> list[str]:
+    t = result.totals
+    columns = [*RECORDS, "none"]
+    lines = [f"  {'records per effect class':<24}" + "".join(f"{c:>17}" for c in columns)]
+    for effect in EFFECTS:
+        row = t.records.get(effect, {})
+        total = sum(row.values())
+        if not total:
+            continue
+        cells = "".join(f"{row[c]:>9,} {100 * row[c] / total:5.1f}%" if row.get(c) else
+                        f"{'-':>17}" for c in columns)
+        lines.append(f"  {effect:<24}{cells}")
+    return lines
+
+
+def _retries(result: ChaosResult) -> str:
+    retries = ", ".join(f"{e} {n:,}" for e, n in sorted(result.totals.retries.items()))
+    return f"  retries (attempts beyond a call's first): {retries or 'none'}"
+
+
+def _double_runs(result: ChaosResult) -> list[str]:
+    runs = result.double_runs
+    documented = sum(1 for d in runs if d.documented)
+    lines = [f"  double runs of single-attempt tools: {len(runs)} ({documented} with the "
+             "documented shape: a run the engine gave up on still going while a later call of "
+             f"the tool ran; {len(runs) - documented} of another shape)"]
+    for d in runs[:SHOWN]:
+        shape = "documented shape" if d.documented else "NOT the documented shape"
+        lines.append(f"    {d.tool}: {d.first} still running when {d.second} ran ({shape})")
+    return lines
+
+
+def _lost(result: ChaosResult) -> list[str]:
+    if not result.lost:
+        return ["  lost records: none"]
+    return [f"  lost records: {len(result.lost)}",
+            *(f"    {lost.line()}" for lost in result.lost[:SHOWN])]
+
+
+def _violations(result: ChaosResult) -> list[str]:
+    if not result.violations:
+        return ["  violations: none"]
+    lines = [f"  violations: {len(result.violations)}"]
+    for v in result.violations[:SHOWN]:
+        lines.append(f"    {v.line()}")
+        for p in v.positions:
+            if p < len(result.entries):
+                lines.append(f"      #{p} {describe(result.entries[p])}")
+    if len(result.violations) > SHOWN:
+        lines.append(f"    ... and {len(result.violations) - SHOWN} more (--json lists all)")
+    return lines

@@ -1,0 +1,335 @@
+"""One chaos run, start to finish: the effect ledger and the engine on loopback, agents and the
+nemesis for the chosen duration, a bounded drain, the history built and checked, and every
+process, proxy and file the run started cleaned up, also on errors and Ctrl-C.
+
+    result = run_chaos(ChaosOptions(duration=30, nemesis=(NemesisKind.KILL,)), say=print)
+    result.ok, result.violations, result.lost, result.double_runs
+
+The drain stops the faults, heals everything and lets every call reach a record; reconcile
+then runs twice for every session, every session's snapshot is read once more, and the run
+waits for every tool run still going to end, so the eventually-properties are judged on a
+quiescent run (E-EVERY-CALL-RECORDED, E-RECONCILE-ONCE).
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from atmostonce.chaos.agents import Agents
+from atmostonce.chaos.build import build_history
+from atmostonce.chaos.engine import (
+    DEFAULT_ENGINE,
+    CutMode,
+    Engine,
+    EngineSetup,
+    ServerLog,
+    built,
+    load_engine,
+)
+from atmostonce.chaos.loop import LoopThread
+from atmostonce.chaos.lost import LostRecord, lost_records
+from atmostonce.chaos.nemesis import EngineFailed, FaultLog, Nemesis, NemesisKind
+from atmostonce.chaos.observations import Observations
+from atmostonce.check.checkers import DoubleRun
+from atmostonce.check.history import Entry, History, Violation
+from atmostonce.check.loading import DEFAULT_EXECUTOR, load_factory
+from atmostonce.check.protocol import ExecutorConfig
+from atmostonce.executor.runtime.ledger_client import LedgerClient, Run, Write
+from atmostonce.executor.runtime.processes import Managed, spawn
+from atmostonce.executor.runtime.wire import LOOPBACK
+from atmostonce.reconcile import ledger_check
+from atmostonce.sim.stats import RunStats, Totals, run_stats
+from atmostonce.spec.errors import SpecError
+
+CHAOS_CONFIG = ExecutorConfig(max_attempts=3, retry_backoff=0.2, queue_timeout=10.0,
+                              run_timeout=3.0, heartbeat_timeout=2.5, lease=1.0,
+                              approval_deadline=4.0)
+"""The executor's options on a chaos run: short enough that every timer matters within
+seconds. The lease is well inside the heartbeat timeout (D-12), and the run timeout longer
+than the heartbeat timeout, so a worker killed early in a run is declared lost (TC-REC-LOST)
+and one killed late in a long run is first timed out (TC-AMO-3)."""
+DRAIN = 60.0
+"""Seconds the drain may take for every call to reach a record."""
+RUNS_OVER = 15.0
+"""Seconds the drain waits for tool runs still going after their call's record."""
+READY = 20.0
+PROGRESS_EVERY = 10.0
+BUSY_PROBES = 40
+"""In-flight calls the nemesis asks the ledger about to find workers running a tool."""
+MAX_DURATION = 24 * 3600.0
+MAX_WORKERS = 16
+MAX_PACE = 20.0
+
+Say = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class ChaosOptions:
+    duration: float = 60.0
+    workers: int = 3
+    nemesis: tuple[NemesisKind, ...] = tuple(NemesisKind)
+    seed: int = 0
+    fence: bool = False
+    engine: str = DEFAULT_ENGINE
+    executor: str = DEFAULT_EXECUTOR
+    pace: float = 1.0
+    """How many times the default rate of each kind of fault (`nemesis.MEAN_GAP`)."""
+    cuts: tuple[CutMode, ...] = tuple(CutMode)
+    """How a partition may cut a connection: held, dropped, or either."""
+    drain: float = DRAIN
+    """Seconds the drain may take for every call to reach a record."""
+    sessions: int = 0
+    """Sessions running at a time; 0 for four per worker."""
+    workdir: Path | None = None
+    """Where to keep the run's files (journal, ledger, logs); a temporary directory that is
+    removed afterwards when None."""
+
+    def check(self) -> None:
+        """SpecError, one line, for options no run can have."""
+        if not 0 < self.duration <= MAX_DURATION:
+            raise SpecError(f"--duration must be more than 0 and at most {MAX_DURATION:g} "
+                            f"seconds, got {self.duration:g}")
+        if not 1 <= self.workers <= MAX_WORKERS:
+            raise SpecError(f"--workers must be between 1 and {MAX_WORKERS}, got {self.workers}")
+        if not 0 < self.pace <= MAX_PACE:
+            raise SpecError(f"--pace must be more than 0 and at most {MAX_PACE:g}, got "
+                            f"{self.pace:g}")
+        if self.seed < 0:
+            raise SpecError(f"--seed must be >= 0, got {self.seed}")
+        if not self.cuts:
+            raise SpecError("--cuts needs at least one of hold, drop")
+        if self.drain <= 0:
+            raise SpecError(f"the drain must last more than 0 seconds, got {self.drain:g}")
+        if self.sessions < 0:
+            raise SpecError(f"sessions must be >= 0, got {self.sessions}")
+
+    @property
+    def config(self) -> ExecutorConfig:
+        return replace(CHAOS_CONFIG, fence=self.fence)
+
+    def command(self) -> str:
+        """The command that runs the same seed, workload and fault schedule again (the real
+        processes decide the exact interleaving, so a rerun may take another path)."""
+        parts = [f"atmostonce chaos --duration {self.duration:g} --workers {self.workers}",
+                 f"--nemesis {','.join(k.value for k in self.nemesis) or 'none'}",
+                 f"--seed {self.seed}"]
+        if self.pace != 1.0:
+            parts.append(f"--pace {self.pace:g}")
+        if set(self.cuts) != set(CutMode):
+            parts.append(f"--cuts {','.join(c.value for c in self.cuts)}")
+        if self.fence:
+            parts.append("--fence")
+        if self.engine != DEFAULT_ENGINE:
+            parts.append(f"--engine {self.engine}")
+        if self.executor != DEFAULT_EXECUTOR:
+            parts.append(f"--executor {self.executor}")
+        return " ".join(parts)
+
+
+@dataclass
+class ChaosResult:
+    options: ChaosOptions
+    engine: str
+    entries: list[Entry]
+    violations: list[Violation]
+    lost: list[LostRecord]
+    double_runs: list[DoubleRun]
+    witnessed: set[str]
+    stats: RunStats
+    totals: Totals
+    faults: FaultLog
+    obs: Observations
+    notes: list[str]
+    pids: list[int]
+    seconds: float
+    drained: bool
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations and not self.lost and not self.errors
+
+
+@dataclass
+class _Collected:
+    """What a run gathered before its processes were stopped."""
+
+    obs: Observations = field(default_factory=Observations)
+    faults: FaultLog = field(default_factory=FaultLog)
+    log: ServerLog = field(default_factory=ServerLog)
+    runs: list[Run] = field(default_factory=list)
+    writes: list[Write] = field(default_factory=list)
+    engine: str = ""
+    pids: list[int] = field(default_factory=list)
+    drained: bool = False
+    errors: list[str] = field(default_factory=list)
+
+
+def run_chaos(options: ChaosOptions, say: Say = lambda line: None) -> ChaosResult:
+    """Run, check and clean up (see the module docstring); SpecError for bad options, an engine
+    path or an executor path that cannot be loaded, or an engine that cannot start."""
+    options.check()
+    factory = load_engine(options.engine)
+    load_factory(options.executor)
+    started = time.monotonic()
+    workdir = options.workdir
+    own = workdir is None
+    if workdir is None:
+        workdir = Path(tempfile.mkdtemp(prefix="atmostonce-chaos-"))
+    elif workdir.exists() and (not workdir.is_dir() or any(workdir.iterdir())):
+        raise SpecError(f"--workdir {workdir} must be an empty directory or not exist yet: a "
+                        "journal or ledger left there would become part of this run")
+    else:
+        workdir.mkdir(parents=True, exist_ok=True)
+    got = _Collected()
+    try:
+        _run(options, factory, workdir, got, say)
+    finally:
+        if own:
+            shutil.rmtree(workdir, ignore_errors=True)
+    end = time.monotonic()
+    config = options.config
+    entries = build_history(got.obs, got.faults, got.log, got.runs, got.writes, config, end)
+    history = History(config)
+    for entry in entries:
+        history.append(entry)
+    history.finish()
+    checker = history.checker
+    stats = run_stats(checker.summaries(), checker.double_runs, checker.witnessed,
+                      len(got.faults.restarts), len(entries), end - started)
+    totals = Totals()
+    totals.add(stats)
+    errors = got.errors + got.faults.errors + got.obs.errors
+    return ChaosResult(options, got.engine, entries, list(history.violations),
+                       lost_records(got.obs, got.log), list(checker.double_runs),
+                       set(checker.witnessed), stats, totals, got.faults, got.obs,
+                       got.log.notes, got.pids, end - started, got.drained, errors)
+
+
+def _run(options: ChaosOptions, factory: Callable[[EngineSetup], Engine], workdir: Path,
+         got: _Collected, say: Say) -> None:
+    ledger: Managed | None = None
+    engine: Engine | None = None
+    io: LoopThread | None = None
+    try:
+        ledger = spawn("ledger", ["--db", str(workdir / "ledger.db"), "--host", LOOPBACK,
+                                  "--port", "0"], workdir / "ledger.log")
+        got.pids.append(ledger.pid)
+        ledger.wait_ready(READY)
+        port = int(ledger.info["port"])
+        (workdir / "engine").mkdir(exist_ok=True)
+        setup = EngineSetup(workdir / "engine", f"{LOOPBACK}:{port}", options.config,
+                            options.workers, options.executor)
+        engine = built(factory, setup, options.engine)
+        try:
+            engine.start()
+        finally:
+            got.pids.extend(engine.pids())
+        got.engine = engine.describe()
+        say(f"started the effect ledger (pid {ledger.pid}) and {got.engine}; pids "
+            f"{' '.join(str(p) for p in [ledger.pid, *engine.pids()])}")
+        io = LoopThread("atmostonce-chaos")
+        with LedgerClient(LOOPBACK, port) as ledger_client:
+            _drive(options, engine, io, port, ledger_client, got, say)
+            got.runs = ledger_client.runs()
+            got.writes = ledger_client.writes()
+        engine.close()
+        got.pids = sorted(set(got.pids) | set(engine.pids()))
+        got.log = engine.server_log()
+    finally:
+        if io is not None:
+            io.close()
+        if engine is not None:
+            got.pids = sorted(set(got.pids) | set(engine.pids()))
+            engine.close()
+        if ledger is not None:
+            ledger.stop()
+
+
+def _drive(options: ChaosOptions, engine: Engine, io: LoopThread, port: int,
+           ledger: LedgerClient, got: _Collected, say: Say) -> None:
+    """The agents and the nemesis for the duration, then the drain."""
+    check, close_check = io.call(lambda: ledger_check(LOOPBACK, port))
+    sessions = options.sessions or 4 * options.workers
+    agents = io.call(lambda: Agents(engine.client(), engine.client(), got.obs, options.config,
+                                    options.seed, check, sessions))
+    running = io.submit(agents.run())
+    rng = random.Random(f"atmostonce-chaos:{options.seed}:busy")
+
+    def busy() -> set[str]:
+        keys = io.call(agents.in_flight)
+        names: set[str] = set()
+        for key in rng.sample(keys, min(BUSY_PROBES, len(keys))):
+            names.update(r.worker for r in ledger.runs(key) if r.ended is None)
+        return names
+
+    nemesis = Nemesis(engine, options.nemesis, options.seed, options.config, options.workers,
+                      io.drain, busy, say, options.pace, options.cuts)
+    got.faults = nemesis.log
+    began = time.monotonic()
+    shown = [began]
+
+    def progress() -> None:
+        if time.monotonic() - shown[0] >= PROGRESS_EVERY:
+            shown[0] = time.monotonic()
+            asked, recorded = io.call(lambda: (len(agents.calls), sum(
+                1 for c in agents.calls.values() if c.status is not None)))
+            say(f"{shown[0] - began:5.0f}s: {asked} calls asked, {recorded} recorded; faults "
+                f"{_counts(nemesis.log)}")
+
+    try:
+        nemesis.run(options.duration, progress)
+        say(f"drain: faults stopped after {options.duration:g}s ({_counts(nemesis.log)}); "
+            "healing, waiting for every call's record")
+        _drain(options, nemesis, agents, io, got, say)
+        _runs_over(engine, ledger, min(RUNS_OVER, options.drain))
+    except EngineFailed as failure:
+        say(f"the engine failed ({failure}); stopping the run")
+        io.call(agents.abandon.set)
+    io.call(close_check)
+    running.cancel()
+    io.run(agents.close(), timeout=10.0)
+
+
+def _drain(options: ChaosOptions, nemesis: Nemesis, agents: Agents, io: LoopThread,
+           got: _Collected, say: Say) -> None:
+    """Heal, wait for every call's record, then reconcile and read the final snapshots."""
+    io.call(agents.stop)
+    nemesis.settle()
+    settling = io.submit(agents.settle(options.drain))
+    while not settling.done():
+        nemesis.supervise()
+        nemesis.settle()
+        time.sleep(0.05)
+    got.drained = settling.result()
+    if not got.drained:
+        got.errors.append(f"the drain did not end within {options.drain:g}s: some calls never "
+                          "got a record")
+    say("drain: reconcile twice for every session, final snapshots")
+    try:
+        io.run(agents.finish(), timeout=options.drain + 30.0)
+    except TimeoutError:
+        io.call(agents.abandon.set)
+        got.errors.append("the final reconcile runs and snapshots did not end in time")
+
+
+def _runs_over(engine: Engine, ledger: LedgerClient, limit: float) -> None:
+    """Wait until no tool run at a live worker is still going (a cancelled run may go on after
+    its record, TC-AMO-3), for at most `limit` seconds."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        live = {name for w in engine.workers() for name in w.names}
+        if not any(r.ended is None and r.worker in live for r in ledger.runs()):
+            return
+        time.sleep(0.2)
+
+
+def _counts(log: FaultLog) -> str:
+    counts = {**log.counts(), **log.consequences()}
+    return ", ".join(f"{kind} {n}" for kind, n in counts.items()) or "none yet"

@@ -1,0 +1,171 @@
+"""The reconcile job: tells a session the real outcome of each of its calls that ended
+`outcome_unknown`, once, however often the job runs and wherever it crashes.
+
+A run does the page's four steps for one session:
+
+1. Find the calls (TC-RCN-FIND): it reads the session's history with `get_agent_snapshot`
+   *first*, before it asks anything or sends anything.
+2. Rebuild each call's idempotency key from the tool result's turn and call ids (TC-RCN-KEY);
+   a call whose key a user message already names was reported by an earlier run and is
+   skipped (`atmostonce.spec.reconcile.pending_reports`, TC-RCN-ONCE).
+3. Ask the service what happened (TC-RCN-ASK): a `check(key, tool arguments as JSON)` the
+   caller passes returns the finding, or `ledger_check` asks the effect ledger, which holds
+   every write the tools made with their keys and every run the workers started.
+4. Tell the session (TC-RCN-TELL): one `send_user_message` per call, worded as a note from the
+   application that names the key (`spec.reconcile.report_text`), since the model reads it as
+   the user's words.
+
+A send is never retried. A send that fails, or whose answer never comes, ends the run; the
+report may or may not have joined the history, and the next run reads the history again and
+sends only what is still missing. That is what makes the job exactly-once across reruns and
+across a crash between a send and its return (TC-RCN-ONCE). Runs for one session must not
+overlap: two runs that both read the history before either sent would both report.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from atmostonce.executor.runtime.ledger_client import AsyncLedger
+from atmostonce.spec.reconcile import pending_reports, report_text
+from atmostonce.spec.session import OUTCOME_UNKNOWN_TOOL_RESULT, AgentSnapshot, MessageRole
+
+OutcomeCheck = Callable[[str, str], Awaitable[str]]
+"""Asks the service about one call: (idempotency key, tool arguments as JSON) -> the finding,
+a short sentence the report quotes (TC-RCN-ASK)."""
+
+DEFAULT_SOURCE = "the effect ledger"
+"""Who the report says the note comes from, when the caller names nobody else."""
+
+
+class SessionMessenger(Protocol):
+    """The two session calls reconcile needs; `atmostonce.executor.runtime.client.AsyncClient`
+    has them."""
+
+    async def get_agent_snapshot(self, session_id: str) -> AgentSnapshot: ...
+
+    async def send_user_message(self, session_id: str, text: str) -> bool: ...
+
+
+@dataclass(frozen=True)
+class Report:
+    """One report sent: the call's key, the text, and whether the session took it."""
+
+    key: str
+    text: str
+    accepted: bool
+
+
+@dataclass
+class ReconcileRun:
+    """What one run found and did."""
+
+    session_id: str
+    unknown: int
+    """outcome_unknown calls in the history."""
+    already_reported: int
+    """...of which a user message already named the key."""
+    reports: list[Report] = field(default_factory=list)
+    interrupted: str | None = None
+    """Why the run stopped before reporting every pending call: rerun it, never retry."""
+
+    @property
+    def complete(self) -> bool:
+        return self.interrupted is None
+
+    def as_json(self) -> dict[str, object]:
+        return {"session": self.session_id, "unknown": self.unknown,
+                "already_reported": self.already_reported,
+                "reported": [{"key": r.key, "text": r.text, "accepted": r.accepted}
+                             for r in self.reports],
+                "interrupted": self.interrupted}
+
+
+def unknown_calls(snapshot: AgentSnapshot) -> int:
+    """How many distinct calls the history shows with an unknown outcome (TC-RCN-FIND)."""
+    return len({(m.turn_id, m.tool_call_id) for m in snapshot.messages
+                if m.role is MessageRole.TOOL and OUTCOME_UNKNOWN_TOOL_RESULT in m.tool_output})
+
+
+async def report_unknown_outcomes(sessions: SessionMessenger, session_id: str,
+                                  check: OutcomeCheck, source: str = DEFAULT_SOURCE
+                                  ) -> ReconcileRun:
+    """One run of the job for `session_id` (see the module docstring). A failure to read the
+    history propagates; a failed check or send ends the run with `interrupted` set."""
+    snapshot = await sessions.get_agent_snapshot(session_id)
+    pending = pending_reports(session_id, snapshot.messages)
+    unknown = unknown_calls(snapshot)
+    run = ReconcileRun(session_id, unknown, unknown - len(pending))
+    for call in pending:
+        try:
+            finding = await check(call.key, call.tool_arguments)
+        except Exception as error:
+            run.interrupted = f"asking about {call.key} failed: {_reason(error)}"
+            return run
+        text = report_text(source, finding, call.key)
+        try:
+            accepted = await sessions.send_user_message(session_id, text)
+        except Exception as error:
+            run.interrupted = (f"the report of {call.key} may or may not have reached the "
+                               f"session ({_reason(error)}); run the job again")
+            return run
+        run.reports.append(Report(call.key, text, accepted))
+        if not accepted:
+            run.interrupted = f"the session {session_id!r} refused the report of {call.key}"
+            return run
+    return run
+
+
+def _reason(error: BaseException) -> str:
+    return str(error) or type(error).__name__
+
+
+def finding_of(lookup: dict[str, Any]) -> str:
+    """The effect ledger's answer about one key, as a finding (TC-RCN-ASK): how many writes
+    with the key the service applied, and whether any run of the tool never recorded an end
+    (its worker was killed, or it still runs)."""
+    applied = int(lookup.get("applied", 0))
+    runs = lookup.get("runs") or []
+    open_runs = sum(1 for r in runs if r.get("ended") is None)
+    if applied == 1:
+        found = "the service holds one operation with this key: the call took effect"
+    elif applied > 1:
+        found = f"the service holds {applied} operations with this key: the call took effect"
+    elif runs:
+        found = ("the service holds no operation with this key: the tool started but took no "
+                 "effect")
+    else:
+        found = "the tool never ran and the service holds no operation with this key"
+    if open_runs:
+        found += (f"; {open_runs} run(s) of the tool recorded no end (a worker killed "
+                  "mid-run, or still running)")
+    return found
+
+
+def ledger_check(host: str, port: int) -> tuple[OutcomeCheck, Callable[[], None]]:
+    """A check that asks the effect ledger at host:port, and the function that closes its
+    connection."""
+    ledger = AsyncLedger(host, port)
+
+    async def check(key: str, arguments: str) -> str:
+        return finding_of(await ledger.request({"op": "lookup", "key": key}))
+
+    return check, ledger.close
+
+
+def as_check(function: Callable[[str, str], object]) -> OutcomeCheck:
+    """An OutcomeCheck from a user function that returns the finding, directly or awaitable;
+    the finding must be a string."""
+    async def check(key: str, arguments: str) -> str:
+        found = function(key, arguments)
+        if inspect.isawaitable(found):
+            found = await found
+        if not isinstance(found, str):
+            raise TypeError(f"the check returned {type(found).__name__}, not a string")
+        return found
+
+    return check
+

@@ -1,0 +1,10 @@
+"""Engine factories for the adapter tests: one that builds no engine at all."""
+
+from __future__ import annotations
+
+from atmostonce.chaos.engine import EngineSetup
+
+
+def not_an_engine(setup: EngineSetup) -> object:
+    """Returns something without the Engine protocol's methods."""
+    return object()

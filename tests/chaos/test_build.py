@@ -1,0 +1,74 @@
+"""How the chaos harness places what it saw in one history: the moment a run ended, from every
+witness of its end; a snapshot's in-progress and final sightings; replays of a re-subscribed
+event stream; the accepted answers at the server's moment; a restart between two lives."""
+
+from __future__ import annotations
+
+import pytest
+
+from atmostonce.chaos.build import build_history, run_end
+from atmostonce.chaos.engine import RunEndSeen, ServerLog
+from atmostonce.chaos.nemesis import FaultLog
+from atmostonce.chaos.observations import AnswerSeen, EventSeen, Observations, SnapshotSeen
+from atmostonce.check import history as h
+from atmostonce.check.protocol import ExecutorConfig
+from atmostonce.executor.runtime.ledger_client import Run
+from atmostonce.spec.session import ToolCallStatus, ToolCallView
+
+LEASE = 1.0
+
+
+def run(started: float, ended: float | None = None, end: str | None = None) -> Run:
+    return Run("w1-1", "s/t/c#1", "s/t/c", "cancel_order", started, ended, end, None)
+
+
+@pytest.mark.clause("TC-REC-SUCC")
+def test_a_run_ends_when_its_result_reached_the_server_if_the_ledger_heard_later() -> None:
+    seen = [RunEndSeen(10.5, "w1-1", "s/t/c#1", True)]
+    assert run_end(run(10.0, 10.7, "returned"), seen, None, (), LEASE) == (
+        10.5, h.RunEnd.RETURNED)
+    assert run_end(run(10.0), seen, None, (), LEASE) == (10.5, h.RunEnd.RETURNED)
+
+
+@pytest.mark.clause("TC-REC-LOST", "D-12")
+def test_a_killed_run_ends_at_the_kill_and_a_paused_one_by_its_lease() -> None:
+    assert run_end(run(10.0), (), 12.0, (), LEASE) == (12.0, h.RunEnd.KILLED)
+    assert run_end(run(10.0), (), None, (), LEASE) is None
+    paused_long = [(11.0, 14.0)]
+    assert run_end(run(10.0, 14.01, "stopped"), (), None, paused_long, LEASE) == (
+        12.0, h.RunEnd.STOPPED)
+    assert run_end(run(10.0), (), 13.0, paused_long, LEASE) == (12.0, h.RunEnd.KILLED)
+    paused_short = [(11.0, 11.5)]
+    assert run_end(run(10.0, 13.0, "returned"), (), None, paused_short, LEASE) == (
+        13.0, h.RunEnd.RETURNED)
+
+
+@pytest.mark.clause("TC-REC-1", "D-8", "D-7", "TC-RCN-FIND")
+def test_client_sightings_stand_at_moments_true_for_them() -> None:
+    obs = Observations()
+    obs.entries.append(h.CallAsked(1.0, "s/t/c", "s", "t", "c", "refund", "{}"))
+    running = ToolCallView("t", "c", "refund", ToolCallStatus.RUNNING, "", "s/t/c")
+    done = ToolCallView("t", "c", "refund", ToolCallStatus.SUCCEEDED, "", "s/t/c")
+    obs.snapshots += [SnapshotSeen(0.5, 2.0, "s", (running,)), SnapshotSeen(3.0, 4.0, "s",
+                                                                              (done,))]
+    obs.events += [EventSeen(3.5, "s/t/c", ToolCallStatus.SUCCEEDED, "", ("s", 1), 0.2),
+                   EventSeen(6.5, "s/t/c", ToolCallStatus.SUCCEEDED, "", ("s", 2), 6.0)]
+    obs.answers += [AnswerSeen(1.2, 1.6, "s/t/c", True, True, "accepted"),
+                    AnswerSeen(1.7, 1.9, "s/t/c", True, False, "already approved")]
+    log = ServerLog(entries=[h.ApprovalAnswered(1.4, "s/t/c", True, True, "accepted")],
+                    durable=[1.0, 1.4, 2.5])
+    faults = FaultLog(restarts=[5.0])
+    entries = build_history(obs, faults, log, [], [], ExecutorConfig(), 10.0)
+    kinds = [(type(e).__name__, e.at) for e in entries]
+    assert kinds == [
+        ("CallAsked", 1.0),
+        ("SnapshotSeen", 1.0 + 1e-6),
+        ("ApprovalAnswered", 1.4),
+        ("ApprovalAnswered", 1.9),
+        ("RecordPublished", 3.5),
+        ("SnapshotSeen", 4.0),
+        ("ServerRestarted", 5.0),
+    ]
+    restarted = entries[-1]
+    assert isinstance(restarted, h.ServerRestarted)
+    assert restarted.journal_entries == 3

@@ -1,0 +1,42 @@
+"""Chaos on the real runtime catches a broken executor run inside the real server: the server
+drives whatever executor `--executor` names, so a mutant meets real processes, real SIGKILL and
+a real journal, and the history checkers must report what it broke."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from atmostonce.chaos.nemesis import NemesisKind
+from atmostonce.chaos.run import ChaosOptions, run_chaos
+from tests.chaos.conftest import chaos, gone
+
+SECOND_WORKER = "atmostonce.check.mutants:second_worker"
+
+
+@pytest.mark.clause("TC-AMO-1")
+def test_an_attempt_handed_again_to_another_worker_is_caught_with_its_rerun_command() -> None:
+    done = chaos("--duration", "6", "--nemesis", "kill", "--pace", "3", "--seed", "5",
+                 "--executor", SECOND_WORKER, "--json")
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
+    report = json.loads(done.stdout)
+    caught = [v for v in report["violations"] if v["property"] == "A-ONE-WORKER"]
+    assert caught, report["violations"]
+    first = caught[0]
+    assert "was handed to" in first["message"] or "ran at" in first["message"]
+    assert any("HandedOut" in line for line in first["entries"])
+    assert f"--executor {SECOND_WORKER}" in first["rerun"]
+    assert "--seed 5" in first["rerun"]
+    assert report["verdict"] == "fail"
+    assert all(gone(pid) for pid in report["pids"])
+
+
+@pytest.mark.clause("TC-EFF-NONIDEM", "TC-AMO-2")
+def test_a_single_attempt_call_attempted_again_after_its_worker_died_is_caught() -> None:
+    result = run_chaos(ChaosOptions(duration=6, nemesis=(NemesisKind.KILL,), pace=3, seed=10,
+                                    executor="atmostonce.check.mutants:retry_non_idempotent"))
+    assert not result.ok
+    caught = {v.property for v in result.violations}
+    assert "A-ONE-ATTEMPT" in caught, [v.line() for v in result.violations]
+    assert all(gone(pid) for pid in result.pids)

@@ -1,0 +1,74 @@
+"""A short chaos run per nemesis on the reference runtime is clean: the history built from the
+clients, the ledger, the journal and the faults breaks no property, no record a client saw is
+lost, every call got a record, and every process the run started is gone afterwards."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from atmostonce.chaos.engine import CutMode
+from atmostonce.chaos.nemesis import NemesisKind
+from atmostonce.chaos.report import chaos_text
+from atmostonce.chaos.run import ChaosOptions, ChaosResult, run_chaos
+from tests.chaos.conftest import chaos, gone
+
+DURATION = 6.0
+PACE = 2.0
+
+
+def clean(result: ChaosResult) -> None:
+    assert result.ok, chaos_text(result)
+    assert result.drained
+    assert result.stats.calls >= 10
+    assert result.pids
+    assert all(gone(pid) for pid in result.pids)
+
+
+def run(kind: NemesisKind, seed: int, cuts: tuple[CutMode, ...] = tuple(CutMode)
+        ) -> ChaosResult:
+    return run_chaos(ChaosOptions(duration=DURATION, nemesis=(kind,), pace=PACE, seed=seed,
+                                  cuts=cuts))
+
+
+@pytest.mark.clause("TC-AMO-1", "TC-AMO-2", "TC-REC-LOST", "TC-REC-EXHAUST-OTHER",
+                    "TC-REC-RETRY")
+def test_workers_killed_with_sigkill() -> None:
+    result = run(NemesisKind.KILL, 1)
+    clean(result)
+    assert result.faults.counts().get("kill", 0) >= 2
+
+
+@pytest.mark.clause("D-12", "TC-REC-LOST")
+def test_workers_paused_with_sigstop() -> None:
+    result = run(NemesisKind.PAUSE, 2)
+    clean(result)
+    assert result.faults.counts().get("pause", 0) >= 2
+
+
+@pytest.mark.clause("D-12", "TC-REC-LOST")
+def test_worker_connections_held() -> None:
+    """Held only: a reset shorter than the lease breaks D-12 (test_findings)."""
+    result = run(NemesisKind.PARTITION, 3, (CutMode.HOLD,))
+    clean(result)
+    assert result.faults.counts().get("partition-hold", 0) >= 2
+
+
+@pytest.mark.clause("D-8", "D-5", "TC-REC-1", "TC-RCN-ONCE")
+def test_server_killed_and_restarted_from_its_journal_through_the_command() -> None:
+    done = chaos("--duration", "6", "--nemesis", "restart", "--pace", "3", "--seed", "4",
+                 "--json")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    report = json.loads(done.stdout)
+    for field in ("operations", "faults", "violations", "lost_records", "double_runs"):
+        assert field in report
+    assert isinstance(report["operations"], int)
+    assert report["operations"] > 0
+    assert report["faults"].get("restart", 0) >= 1
+    assert report["server_restarts"] >= 1
+    assert (report["violations"], report["lost_records"], report["errors"]) == ([], [], [])
+    assert isinstance(report["double_runs"], list)
+    assert report["verdict"] == "pass"
+    assert "atmostonce chaos: started the effect ledger" in done.stderr
+    assert all(gone(pid) for pid in report["pids"])
