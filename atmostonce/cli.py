@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NoReturn
 
-from atmostonce import __version__
+from atmostonce import __version__, arguments
 from atmostonce.spec.errors import SpecError
 
 if TYPE_CHECKING:
@@ -117,12 +117,6 @@ def cmd_prove(args: argparse.Namespace) -> int:
     return EXIT_OK if report.ok else EXIT_FAILED
 
 
-def _whole(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-
 
 def _model_config(args: argparse.Namespace) -> ModelConfigT:
     from atmostonce.model.check import DEFAULT, with_mutant
@@ -197,15 +191,6 @@ def cmd_diagrams(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
-    return value
-
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
@@ -251,7 +236,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run CrossHair (analysis kind PEP316, --report_all) over the spec's decision "
         "functions; exit 0 only when every postcondition is confirmed over all paths.",
     )
-    prove.add_argument("--per-condition-timeout", type=_positive_float, default=20.0,
+    prove.add_argument("--per-condition-timeout", type=arguments.positive, default=20.0,
                        metavar="SECONDS", help="CrossHair's time per condition (default 20)")
     prove.add_argument("--json", action="store_true", help="print one JSON object")
     prove.set_defaults(func=cmd_prove)
@@ -277,7 +262,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("--policy-changes", "policy changes on one path (default 1)"),
         ("--reconcile-crashes", "reconcile job crashes on one path (default 1)"),
     ):
-        bounds.add_argument(flag, type=_whole, metavar="N", help=text)
+        bounds.add_argument(flag, type=arguments.whole, metavar="N", help=text)
     bounds.add_argument("--tools", metavar="MIX",
                         help="comma-separated effect classes, each optionally +approval or "
                         "-approval (default read,idempotent_write,non_idempotent_write,"
@@ -290,7 +275,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "(see `atmostonce mutants`)")
     check.add_argument("--all-violations", action="store_true",
                        help="keep exploring after the first violation")
-    check.add_argument("--max-states", type=_whole, metavar="N",
+    check.add_argument("--max-states", type=arguments.whole, metavar="N",
                        help="stop after N states (the check is then incomplete and exits 1)")
     check.add_argument("--out", metavar="FILE", help="save counterexamples and witnesses as "
                        "JSON traces the executor layers replay")

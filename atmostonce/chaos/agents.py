@@ -37,6 +37,7 @@ from atmostonce.chaos.observations import (
 from atmostonce.check import history as h
 from atmostonce.check.protocol import ExecutorConfig
 from atmostonce.reconcile import OutcomeCheck, ReconcileRun, report_unknown_outcomes
+from atmostonce.sim.workload import Person
 from atmostonce.spec.keys import build_key
 from atmostonce.spec.policy import EffectClass, ToolHints, ToolPolicy, resolve_policy
 from atmostonce.spec.session import AgentSnapshot, ToolCallStatus
@@ -379,13 +380,13 @@ class Agents:
 
     async def _person(self, call: Call, rng: random.Random) -> None:
         who = wl.person(rng)
-        if who is wl.Person.MISS:
+        if who is Person.MISS:
             return
         await asyncio.sleep(wl.answer_after(rng, who, self.config.approval_deadline))
-        await self._answer(call.key, who is not wl.Person.REJECT)
-        if who is wl.Person.TWICE:
+        await self._answer(call.key, who is not Person.REJECT)
+        if who is Person.TWICE:
             await self._answer_later(call.key, True, rng.uniform(0.05, 1.0))
-        elif who is wl.Person.FLIP:
+        elif who is Person.FLIP:
             await self._answer_later(call.key, False, rng.uniform(0.05, 1.0))
 
     async def _answer_later(self, key: str, approve: bool, after: float) -> None:

@@ -20,6 +20,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from atmostonce import arguments
 from atmostonce.chaos.engine import DEFAULT_ENGINE, CutMode, load_callable
 from atmostonce.chaos.nemesis import NemesisKind
 from atmostonce.check.loading import DEFAULT_EXECUTOR
@@ -52,18 +53,18 @@ def register(subparsers: Any) -> None:
         "ledger, the server's journal and the faults with the simulator's checkers. Stops by "
         "itself after the duration plus a bounded drain and cleans up every process and file "
         "it started. Exit 0 clean, 1 on a violation or a lost record, 2 on bad input.")
-    chaos.add_argument("--duration", type=_seconds, default=60.0, metavar="S",
+    chaos.add_argument("--duration", type=arguments.positive, default=60.0, metavar="S",
                        help="seconds of faults and new sessions (default 60)")
-    chaos.add_argument("--workers", type=_whole, default=3, metavar="N",
+    chaos.add_argument("--workers", type=arguments.whole, default=3, metavar="N",
                        help="worker processes (default 3)")
     chaos.add_argument("--nemesis", default=ALL_NEMESES, metavar="KINDS",
                        help=f"comma-separated fault kinds: {ALL_NEMESES} (default all)")
     chaos.add_argument("--cuts", default="hold,drop", metavar="MODES",
                        help="how a partition cuts a worker's connection: hold (traffic waits), "
                        "drop (connections reset), or both (default hold,drop)")
-    chaos.add_argument("--pace", type=_seconds, default=1.0, metavar="X",
+    chaos.add_argument("--pace", type=arguments.positive, default=1.0, metavar="X",
                        help="faults come X times as often as by default (default 1)")
-    chaos.add_argument("--seed", type=_whole, default=0, metavar="S",
+    chaos.add_argument("--seed", type=arguments.seed, default=0, metavar="S",
                        help="seed of the workload and the fault schedule (default 0)")
     chaos.add_argument("--fence", action="store_true",
                        help="run the executor with its fence on (D-6)")
@@ -190,18 +191,3 @@ def _address(given: str | None, env: str, flag: str) -> str:
     return value
 
 
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
-    return value
-
-
-def _whole(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None

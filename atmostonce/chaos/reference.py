@@ -14,9 +14,6 @@ seen (D-5); `server_log()` merges that with the journal (`atmostonce.chaos.serve
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
-import time
 from dataclasses import dataclass
 
 from atmostonce.chaos.engine import (
@@ -33,7 +30,7 @@ from atmostonce.chaos.server_log import GoAheadSeen, JournalWatch, WireSeen, ser
 from atmostonce.executor.runtime.client import AsyncClient
 from atmostonce.executor.runtime.journal import read_journal
 from atmostonce.executor.runtime.options import config_argv
-from atmostonce.executor.runtime.processes import Managed, spawn
+from atmostonce.executor.runtime.processes import Managed, spawn, stop_all
 from atmostonce.spec.errors import SpecError
 
 READY = 20.0
@@ -206,9 +203,9 @@ class ReferenceEngine:
         if self._closed:
             return
         self._closed = True
-        _stop([w.process for w in self._workers.values()])
-        _stop([p for p in self.started if p.role == "serve"])
-        _stop(self.started)
+        stop_all([w.process for w in self._workers.values()])
+        stop_all([p for p in self.started if p.role == "serve"])
+        stop_all(self.started)
         if self._loop is not None:
             proxies = [w.proxy for w in self._workers.values()]
 
@@ -222,19 +219,6 @@ class ReferenceEngine:
             finally:
                 self._loop.close()
 
-
-def _stop(processes: list[Managed]) -> None:
-    """SIGTERM each (after SIGCONT if paused), then SIGKILL what is left after GRACE."""
-    for process in processes:
-        if process.alive:
-            process.signal(signal.SIGCONT)
-            process.signal(signal.SIGTERM)
-    deadline = time.monotonic() + GRACE
-    for process in processes:
-        try:
-            process.popen.wait(max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            process.kill()
 
 
 def engine(setup: EngineSetup) -> ReferenceEngine:

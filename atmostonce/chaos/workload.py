@@ -12,12 +12,12 @@ when (real processes decide that).
 
 from __future__ import annotations
 
-import enum
 import random
 from typing import Any
 
 from atmostonce.check.protocol import ExecutorConfig
 from atmostonce.executor.runtime.tools import TOOLS
+from atmostonce.sim.workload import Person
 from atmostonce.spec.policy import EffectClass, ToolHints, ToolPolicy
 
 Statement = tuple[ToolPolicy | None, ToolHints | None]
@@ -79,19 +79,6 @@ def arguments(rng: random.Random, number: int, config: ExecutorConfig) -> dict[s
             "duration": round(duration, 3), "write_at": round(rng.uniform(0.0, duration), 3),
             "fail": rng.random() < FAIL}
 
-
-class Person(enum.Enum):
-    """What the person asked to approve a call does (D-7)."""
-
-    APPROVE = "approve"
-    REJECT = "reject"
-    MISS = "miss"
-    """Never answers: the deadline rejects the call."""
-    LATE = "late"
-    """Approves after the deadline passed."""
-    TWICE = "twice"
-    FLIP = "flip"
-    """Approves, then rejects."""
 
 
 def person(rng: random.Random) -> Person:

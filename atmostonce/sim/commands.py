@@ -12,6 +12,7 @@ import sys
 import time
 from typing import Any, TextIO
 
+from atmostonce import arguments
 from atmostonce.check.loading import DEFAULT_EXECUTOR, load_factory
 from atmostonce.sim.campaign import campaign
 from atmostonce.sim.engine import scenario
@@ -41,9 +42,9 @@ def register(subparsers: Any) -> None:
         "when no property broke, 1 otherwise, 2 on bad input.",
         epilog=f"Profiles: {profiles}.",
     )
-    simulate.add_argument("--seeds", type=_count, default=100, metavar="N",
+    simulate.add_argument("--seeds", type=arguments.count, default=100, metavar="N",
                           help="how many seeds to run (default 100)")
-    simulate.add_argument("--first-seed", type=_seed, default=0, metavar="S",
+    simulate.add_argument("--first-seed", type=arguments.seed, default=0, metavar="S",
                           help="the first seed (default 0)")
     _common(simulate)
     simulate.add_argument("--json", action="store_true", help="print one JSON object")
@@ -54,7 +55,7 @@ def register(subparsers: Any) -> None:
         description="Rerun one seed exactly (same workload, same faults) and print the "
         "history the checkers judged, with the entries of each violation marked.",
     )
-    replay.add_argument("seed", type=_seed, metavar="SEED")
+    replay.add_argument("seed", type=arguments.seed, metavar="SEED")
     _common(replay)
     replay.add_argument("--faults", type=_indexes, metavar="I,J,...",
                         help="keep only these faults of the seed's schedule (by index; "
@@ -134,25 +135,7 @@ class _Progress:
             self.stream.flush()
 
 
-def _count(text: str) -> int:
-    value = _whole(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected at least 1, got {text!r}")
-    return value
 
-
-def _seed(text: str) -> int:
-    value = _whole(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a seed >= 0, got {text!r}")
-    return value
-
-
-def _whole(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
 
 
 def _indexes(text: str) -> tuple[int, ...]:

@@ -1,5 +1,4 @@
-"""Shared pieces of the chaos tests: running `atmostonce chaos` as a command, and telling
-whether a process is gone."""
+"""Shared pieces of the chaos tests: running `atmostonce chaos` as a command."""
 
 from __future__ import annotations
 
@@ -17,15 +16,3 @@ def chaos(*args: str, timeout: float = 120.0,
                           env={**os.environ, **(env or {})}, capture_output=True, text=True,
                           timeout=timeout, check=False)
 
-
-def gone(pid: int) -> bool:
-    """Whether the process no longer runs (a zombie waiting for its parent counts as gone)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except OSError:
-        return True

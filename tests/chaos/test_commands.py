@@ -16,7 +16,8 @@ import pytest
 from atmostonce.chaos.engine import Engine, EngineSetup
 from atmostonce.chaos.reference import engine
 from atmostonce.check.protocol import ExecutorConfig
-from tests.chaos.conftest import ROOT, chaos, gone
+from tests.chaos.conftest import ROOT, chaos
+from tests.runtime.conftest import gone
 
 
 @pytest.mark.parametrize(("args", "says"), [

@@ -25,7 +25,7 @@ from atmostonce.executor.runtime.ledger_client import LedgerClient, Run
 from atmostonce.executor.runtime.processes import spawn
 from atmostonce.spec.policy import EffectClass, ToolPolicy
 from atmostonce.spec.session import ToolCallFinished, ToolCallStatus
-from tests.chaos.conftest import gone
+from tests.runtime.conftest import gone
 
 CONFIG = ExecutorConfig(heartbeat_timeout=2.5, lease=1.0, retry_backoff=0.2,
                         queue_timeout=10.0, run_timeout=30.0)

@@ -10,7 +10,8 @@ import pytest
 
 from atmostonce.chaos.nemesis import NemesisKind
 from atmostonce.chaos.run import ChaosOptions, run_chaos
-from tests.chaos.conftest import chaos, gone
+from tests.chaos.conftest import chaos
+from tests.runtime.conftest import gone
 
 SECOND_WORKER = "atmostonce.check.mutants:second_worker"
 

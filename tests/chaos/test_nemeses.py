@@ -12,7 +12,8 @@ from atmostonce.chaos.engine import CutMode
 from atmostonce.chaos.nemesis import NemesisKind
 from atmostonce.chaos.report import chaos_text
 from atmostonce.chaos.run import ChaosOptions, ChaosResult, run_chaos
-from tests.chaos.conftest import chaos, gone
+from tests.chaos.conftest import chaos
+from tests.runtime.conftest import gone
 
 DURATION = 6.0
 PACE = 2.0

@@ -3,6 +3,7 @@ stopped at the end of it) and small waits, each bounded in time."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterator
 from typing import TypeVar
@@ -60,3 +61,16 @@ def finished(client: Client, session: str, call_id: str,
         if event.tool_call_id == call_id:
             return event
     raise AssertionError(f"no tool_call_finished for {call_id} within {limit:g} s")
+
+
+def gone(pid: int) -> bool:
+    """Whether the process no longer runs (a zombie waiting for its parent counts as gone)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True

@@ -4,7 +4,6 @@ is ready raises its own one-line error."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -17,19 +16,7 @@ import pytest
 from atmostonce.check.protocol import ExecutorConfig
 from atmostonce.executor.runtime.processes import Cluster
 from atmostonce.spec.errors import SpecError
-from tests.runtime.conftest import CONFIG, eventually
-
-
-def gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().split()[2] == "Z"
-    except OSError:
-        return True
+from tests.runtime.conftest import CONFIG, eventually, gone
 
 
 def test_close_stops_every_process_even_after_an_exception() -> None:

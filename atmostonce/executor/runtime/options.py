@@ -8,10 +8,10 @@ tune the demo tools (`tools.behaviours`).
 from __future__ import annotations
 
 import argparse
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from atmostonce import arguments
 from atmostonce.check.protocol import ExecutorConfig
 
 _DEFAULT = ExecutorConfig()
@@ -33,21 +33,6 @@ def _attribute(flag: str) -> str:
     return flag.removeprefix("--").replace("-", "_")
 
 
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"expected seconds >= 0, got {text!r}")
-    return value
-
-
-def _whole(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
 
 
 def add_config_arguments(parser: argparse.ArgumentParser) -> None:
@@ -55,7 +40,8 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
     for flag, text in CONFIG_FLAGS:
         name = _attribute(flag)
         default = getattr(_DEFAULT, name)
-        group.add_argument(flag, type=_whole if name == "max_attempts" else _seconds,
+        kind = arguments.whole if name == "max_attempts" else arguments.seconds
+        group.add_argument(flag, type=kind,
                            default=default, metavar="N" if name == "max_attempts" else "S",
                            help=f"{text} (default {default:g})")
     group.add_argument("--fence", action="store_true",

@@ -168,7 +168,9 @@ def spawn(role: str, args: Sequence[str], log: Path, die_with_parent: bool = Tru
     return Managed(role, argv, log, popen)
 
 
-def _stop_all(processes: list[Managed]) -> None:
+def stop_all(processes: list[Managed]) -> None:
+    """SIGTERM each process still alive (resumed first if paused), then SIGKILL what is left
+    after GRACE."""
     for process in processes:
         if process.alive:
             process.resume()
@@ -210,7 +212,7 @@ class Cluster:
         self._server_port = 0
         self._counter = 0
         self._closed = False
-        self._finalizer = weakref.finalize(self, _stop_all, self.started)
+        self._finalizer = weakref.finalize(self, stop_all, self.started)
 
     # -- starting ---------------------------------------------------------------------------------
 
@@ -333,7 +335,7 @@ class Cluster:
         if self._closed:
             return
         self._closed = True
-        _stop_all(self.started)
+        stop_all(self.started)
         if self._own_dir:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
