@@ -97,13 +97,13 @@ def check_model() -> CheckResult:
 
 
 CONFORMANCE_DEPTH = 9
-"""Schedules are replayed up to this many model steps (every state within it, each by its
-shortest schedule), once with the fence off and once with it on."""
+"""Schedules are replayed up to this many model steps: every transition out of every state
+within it, each after the state's shortest schedule, once with the fence off and once on."""
 
 
 def check_conformance(path: str, factory: ExecutorFactory) -> CheckResult:
-    """The executor, driven in lockstep with the model over every schedule within the depth,
-    does only what the model allows and agrees with it on every observable."""
+    """The executor, driven in lockstep with the model through every transition within the
+    depth, does only what the model allows and agrees with it on every observable."""
     from atmostonce.check.conformance import replay_schedules
     from atmostonce.model.check import DEFAULT
 
@@ -111,7 +111,7 @@ def check_conformance(path: str, factory: ExecutorFactory) -> CheckResult:
     schedules = steps = 0
     seconds = 0.0
     for config in (DEFAULT, DEFAULT.with_(fence=True)):
-        result = replay_schedules(config, factory, CONFORMANCE_DEPTH)
+        result = replay_schedules(config, factory, CONFORMANCE_DEPTH, edges=True)
         schedules += result.schedules
         steps += result.steps
         seconds += result.seconds
@@ -122,7 +122,8 @@ def check_conformance(path: str, factory: ExecutorFactory) -> CheckResult:
             break
     return CheckResult(
         "conformance", "model-generated schedules", not details,
-        f"{schedules:,} schedules, {steps:,} steps within depth {CONFORMANCE_DEPTH} on "
+        f"{schedules:,} schedules (every transition), {steps:,} steps within depth "
+        f"{CONFORMANCE_DEPTH} on "
         f"{path}, {seconds:.1f} s; {'0 disagreements' if not details else 'DISAGREES'}",
         details,
         {"schedules": schedules, "steps": steps, "depth": CONFORMANCE_DEPTH,

@@ -8,8 +8,9 @@ be a step the model allows. After every step the executor's observable state (ea
 status and error, how often it was handed out, records published, reports sent) and the
 services' ledgers must agree with the model's.
 
-`replay_schedules` replays the shortest schedule of every state the explorer reaches within a
-depth; `Lockstep` is also what the Hypothesis state machine in the tests drives.
+`replay_schedules` replays, within a depth, the shortest schedule of every state the explorer
+reaches, or that schedule followed by each transition out of the state; `Lockstep` is also what
+the Hypothesis state machine in the tests drives.
 """
 
 from __future__ import annotations
@@ -480,37 +481,45 @@ class ConformanceResult:
         return not self.disagreements
 
 
-def schedules(config: ModelConfig, depth: int) -> Iterator[list[Label]]:
-    """The concrete label sequence of every leaf of the explorer's search tree within `depth`:
-    together they visit every state reachable in `depth` steps."""
+def schedules(config: ModelConfig, depth: int, edges: bool = False) -> Iterator[list[Label]]:
+    """Concrete label sequences from the initial state, within `depth` steps. By default one per
+    leaf of the explorer's search tree: together they visit every state reachable in `depth`
+    steps. With `edges`, one per transition out of every state reachable in fewer steps (the
+    state's shortest schedule, then that transition): every step the model allows within the
+    depth is taken at least once, which also visits every state."""
     system = System(config)
     explorer = Explorer(system, stop_at_first=False, max_depth=depth)
     explorer.run()
+    canonical = system.canonical
     has_child = set(explorer.parent)
-    for target in range(len(explorer.states)):
-        if target in has_child:
-            continue
-        path = [st for _, st in explorer.path(target)]
-        labels: list[Label] = []
-        state = system.initial()
-        for goal in path[1:]:
+    concrete: list[tuple[State, list[Label]]] = []
+    for node, goal in enumerate(explorer.states):
+        if node == 0:
+            state, labels = system.initial(), []
+        else:
+            before, prefix = concrete[explorer.parent[node]]
+            succ = next(t for t in system.successors(before) if canonical(t.state) == goal)
+            state, labels = succ.state, [*prefix, succ.label]
+        concrete.append((state, labels))
+        if not edges:
+            if node not in has_child:
+                yield labels
+        elif len(labels) < depth:
             for succ in system.successors(state):
-                if system.canonical(succ.state) == goal:
-                    labels.append(succ.label)
-                    state = succ.state
-                    break
-        yield labels
+                if canonical(succ.state) != goal:
+                    yield [*labels, succ.label]
 
 
 def replay_schedules(config: ModelConfig, factory: p.ExecutorFactory, depth: int,
                      progress: Callable[[int], None] | None = None,
-                     stop_at_first: bool = True) -> ConformanceResult:
-    """Replay every schedule within `depth` on a fresh executor each; collect disagreements."""
+                     stop_at_first: bool = True, edges: bool = False) -> ConformanceResult:
+    """Replay every schedule within `depth` (see `schedules`) on a fresh executor each;
+    collect disagreements."""
     import time
 
     started = time.monotonic()
     result = ConformanceResult(depth)
-    for labels in schedules(config, depth):
+    for labels in schedules(config, depth, edges):
         result.schedules += 1
         lock = Lockstep(config, factory)
         try:

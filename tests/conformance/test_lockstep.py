@@ -8,10 +8,12 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from atmostonce.check.conformance import Lockstep, replay_schedules
+from atmostonce.check.conformance import Lockstep, replay_schedules, schedules
 from atmostonce.executor import reference
 from atmostonce.model.check import DEFAULT
 from atmostonce.model.config import ModelConfig
+from atmostonce.model.explorer import Explorer
+from atmostonce.model.system import System
 
 SMALL = DEFAULT.with_(faults=1)
 
@@ -21,6 +23,37 @@ SMALL = DEFAULT.with_(faults=1)
                     "TC-RCN-ONCE", "TC-APR-2")
 def test_every_schedule_within_the_depth_agrees_with_the_model() -> None:
     result = replay_schedules(SMALL, reference, depth=9)
+    assert result.schedules > 1000
+    assert result.disagreements == [], result.disagreements[:1]
+
+
+def test_edge_schedules_take_every_transition_within_the_depth() -> None:
+    depth = 5
+    system = System(SMALL)
+    explorer = Explorer(system, stop_at_first=False, max_depth=depth)
+    explorer.run()
+    canonical = system.canonical
+    within = set(explorer.states)
+    wanted = set()
+    for node, state in enumerate(explorer.states):
+        if len(explorer.path(node)) <= depth:
+            wanted |= {(state, canonical(t.state)) for t in system.successors(state)
+                       if canonical(t.state) != state}
+    taken = set()
+    for labels in schedules(SMALL, depth, edges=True):
+        state = system.initial()
+        for label in labels:
+            before = canonical(state)
+            state = next(t.state for t in system.successors(state) if t.label == label)
+        taken.add((before, canonical(state)))
+    assert taken == wanted
+    assert {target for _, target in taken} | {explorer.states[0]} == within
+
+
+@pytest.mark.slow
+@pytest.mark.clause("TC-REC-1", "TC-AMO-1", "D-5", "D-8")
+def test_every_transition_within_the_depth_agrees_with_the_model() -> None:
+    result = replay_schedules(SMALL, reference, depth=7, edges=True)
     assert result.schedules > 1000
     assert result.disagreements == [], result.disagreements[:1]
 
