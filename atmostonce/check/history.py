@@ -289,12 +289,14 @@ def describe(entry: Entry) -> str:
 class History:
     """The entries of one run, checked as they arrive (see the module docstring)."""
 
-    __slots__ = ("_fresh", "_judges", "checker", "entries")
+    __slots__ = ("_fresh", "_judges", "checker", "entries", "judged")
 
     def __init__(self, config: ExecutorConfig) -> None:
         from atmostonce.check.checkers import HistoryChecker
 
         self.entries: list[Entry] = []
+        self.judged = 0
+        """How many entries `judge` took: the position of its next one."""
         self.checker = HistoryChecker(config)
         self._judges = self.checker.judges
         self._fresh = self.checker.fresh
@@ -305,6 +307,15 @@ class History:
         entries = self.entries
         pos = len(entries)
         entries.append(entry)
+        self._judges[type(entry)](entry, pos)
+        return self.checker.take_fresh() if self._fresh else _NONE
+
+    def judge(self, entry: Entry) -> list[Violation]:
+        """Judge `entry` as `append` would, without keeping it: for a harness that never reads
+        its entries back, so they need not stay in memory. A history takes its entries through
+        one of the two, never both."""
+        pos = self.judged
+        self.judged = pos + 1
         self._judges[type(entry)](entry, pos)
         return self.checker.take_fresh() if self._fresh else _NONE
 

@@ -80,8 +80,10 @@ class Simulation(ExecutorHost, Network):
                  "stop_on", "stopped", "timers", "workers")
 
     def __init__(self, scn: Scenario, factory: p.ExecutorFactory,
-                 stop_on: str | None = None) -> None:
-        """`stop_on`: stop at the first violation of this property id ("*": of any)."""
+                 stop_on: str | None = None, keep: bool = True) -> None:
+        """`stop_on`: stop at the first violation of this property id ("*": of any); `keep`:
+        keep the history's entries (a run that only wants the verdict judges them and lets
+        them go)."""
         self.scenario = scn
         self.factory = factory
         self.config = scn.config
@@ -98,7 +100,7 @@ class Simulation(ExecutorHost, Network):
         self.env = env
         self.rnd = env.random
         self.history = History(self.config)
-        self._append = self.history.append
+        self._append = self.history.append if keep else self.history.judge
         self.record: Callable[[h.Entry], object] = (
             self._append if stop_on is None else self._record_and_stop)
         self.ledger = Ledger({t.name: t.service for t in scn.workload.tools})

@@ -93,7 +93,7 @@ def _run(seed: int, profile: str, factory: ExecutorFactory, executor: str,
     kept = tuple(sorted(set(only))) if only is not None else None
     scn = scenario(seed, find_profile(profile), kept)
     started = time.perf_counter()
-    sim = Simulation(scn, factory, stop_on)
+    sim = Simulation(scn, factory, stop_on, keep_history)
     history = sim.run()
     wall = time.perf_counter() - started
     checker = history.checker
