@@ -37,6 +37,8 @@ def test_verify_passes_on_the_reference_and_prints_json() -> None:
     report = json.loads(done.stdout)
     assert report["verdict"] == "pass"
     assert all(check["ok"] for check in report["checks"])
+    assert {check["layer"] for check in report["checks"]} == {
+        "spec", "model", "conformance", "simulation", "runtime"}
 
 
 @pytest.mark.slow

@@ -24,13 +24,6 @@ def test_verify_exits_1_for_the_executor_mutant(mutant: ExecutorMutant) -> None:
     assert "schedule:" in done.stdout
 
 
-def test_verify_passes_the_reference_executor_on_conformance() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "atmostonce", "verify", "--layers", "conformance"],
-        capture_output=True, text=True, check=False, timeout=600)
-    assert done.returncode == 0, done.stdout + done.stderr
-
-
 @pytest.mark.parametrize(("path", "message"), [
     ("nope:x", "cannot import executor module 'nope'"),
     ("atmostonce.executor:nothing", "has no attribute 'nothing'"),
