@@ -52,6 +52,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from atmostonce.check import history as h
+from atmostonce.check.policies import PolicyBook
 from atmostonce.check.protocol import ExecutorConfig, TimerKind
 from atmostonce.spec.approval import (
     REPLY_TEXT,
@@ -64,9 +65,6 @@ from atmostonce.spec.approval import (
 from atmostonce.spec.policy import (
     EffectClass,
     EffectivePolicy,
-    ToolHints,
-    ToolPolicy,
-    resolve_policy,
     retries_allowed,
 )
 from atmostonce.spec.properties import record_witness_id
@@ -228,11 +226,7 @@ class HistoryChecker:
         self.witnessed: set[str] = set()
         self.double_runs: list[DoubleRun] = []
         self._seen: set[tuple[str, str, str]] = set()
-        self._policies: dict[str, tuple[ToolPolicy | None, ToolHints | None]] = {}
-        self._defaults: dict[str, EffectClass | None] = {}
-        self._resolved: dict[str, dict[str | None, EffectivePolicy]] = {}
-        """Resolved policies by tool, then by the value of the session default; a tool's are
-        forgotten when its policy changes."""
+        self._policies = PolicyBook()
         self._calls: dict[str, _Call] = {}
         self._attempts: dict[str, _Attempt] = {}
         self._worker_attempts: dict[str, list[_Attempt]] = {}
@@ -318,21 +312,7 @@ class HistoryChecker:
         self.fresh.append(v)
 
     def _policy_now(self, c: _Call) -> EffectivePolicy:
-        return self._resolve(c.tool, c.session)
-
-    def _resolve(self, tool: str, session: str) -> EffectivePolicy:
-        """The policy a call of `tool` in `session` asked now gets (TC-POL-1, D-1)."""
-        default = self._defaults.get(session)
-        of_tool = self._resolved.get(tool)
-        if of_tool is None:
-            of_tool = self._resolved[tool] = {}
-        slot = default._value_ if default is not None else None
-        found = of_tool.get(slot)
-        if found is None:
-            policy, hints = self._policies.get(tool, (None, None))
-            found = resolve_policy(policy, hints, default)
-            of_tool[slot] = found
-        return found
+        return self._policies.now(c.tool, c.session)
 
     def _followed_later(self, c: _Call, fits: Callable[[EffectivePolicy], bool],
                         what: str, *positions: int) -> None:
@@ -348,15 +328,14 @@ class HistoryChecker:
     # -- the agent, people and the session API ---------------------------------------------------
 
     def _policy_set(self, e: h.PolicySet, pos: int) -> None:
-        self._policies[e.tool] = (e.policy, e.hints)
-        self._resolved.pop(e.tool, None)
+        self._policies.set_policy(e.tool, e.policy, e.hints)
 
     def _session_opened(self, e: h.SessionOpened, pos: int) -> None:
-        self._defaults[e.session_id] = e.default_effect
+        self._policies.set_default(e.session_id, e.default_effect)
 
     def _call_asked(self, e: h.CallAsked, pos: int) -> None:
         """TC-SNAP-1: the call keeps the policy in force now, resolved by the spec."""
-        effective = self._resolve(e.tool, e.session_id)
+        effective = self._policies.now(e.tool, e.session_id)
         self._calls[e.key] = _Call(e.key, e.tool, e.session_id, pos, e.at, effective)
 
     def _approval_answered(self, e: h.ApprovalAnswered, pos: int) -> None:

@@ -97,7 +97,7 @@ class Agents:
         sim = self.sim
         run = SessionRun(plan)
         self.sessions[plan.session_id] = run
-        sim.defaults[plan.session_id] = plan.default_effect
+        sim.policies.set_default(plan.session_id, plan.default_effect)
         sim.record(h.SessionOpened(sim.now, plan.session_id, plan.default_effect))
         sim.feed(p.OpenSession(sim.now, plan.session_id, plan.default_effect))
         self._turn(run, None)
@@ -138,7 +138,7 @@ class Agents:
         run.pending.add(key)
         sim.record(h.CallAsked(sim.now, key, session_id, turn_id, call_id, plan.tool, arguments))
         sim.feed(p.Ask(sim.now, session_id, turn_id, call_id, plan.tool, arguments))
-        if call.status is None and sim.policy_of(plan.tool, session_id).requires_approval:
+        if call.status is None and sim.policies.now(plan.tool, session_id).requires_approval:
             self._person(call)
         elif plan.stray:
             sim.at(sim.now + plan.answer_after, self._answer, key, True)

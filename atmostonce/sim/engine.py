@@ -20,6 +20,7 @@ from typing import Any
 from atmostonce.check import history as h
 from atmostonce.check import protocol as p
 from atmostonce.check.history import History
+from atmostonce.check.policies import PolicyBook
 from atmostonce.sim.agents import SETTLE, Agents
 from atmostonce.sim.faults import Fault, FaultKind, Profile, schedule
 from atmostonce.sim.ledger import Ledger
@@ -27,7 +28,6 @@ from atmostonce.sim.network import Conn, Network
 from atmostonce.sim.server import ExecutorHost
 from atmostonce.sim.workers import Worker
 from atmostonce.sim.workload import Workload, draw, executor_config
-from atmostonce.spec.policy import EffectClass, EffectivePolicy, resolve_policy
 
 HARD_LIMIT = 400.0
 """Simulated seconds after which a run that never quiesced is stopped and judged."""
@@ -73,11 +73,11 @@ class Simulation(ExecutorHost, Network):
 
     # Slots, because every event reads and writes these: CPython 3.11 stops sharing an
     # instance dictionary's keys past 30 attributes, and attribute access then slows down.
-    __slots__ = ("_append", "_resolved", "agents", "config", "conns", "crash_armed", "defaults",
-                 "env", "epoch", "error", "events", "executor", "factory", "faults_on",
-                 "finished", "history", "journal", "ledger", "now", "paused_until", "queue",
-                 "reconcile_crashes", "record", "registry", "restarts", "rnd", "scenario", "seq",
-                 "stop_on", "stopped", "timers", "workers")
+    __slots__ = ("_append", "agents", "config", "conns", "crash_armed", "env", "epoch", "error",
+                 "events", "executor", "factory", "faults_on", "finished", "history", "journal",
+                 "ledger", "now", "paused_until", "policies", "queue", "reconcile_crashes",
+                 "record", "restarts", "rnd", "scenario", "seq", "stop_on", "stopped", "timers",
+                 "workers")
 
     def __init__(self, scn: Scenario, factory: p.ExecutorFactory,
                  stop_on: str | None = None, keep: bool = True) -> None:
@@ -114,11 +114,8 @@ class Simulation(ExecutorHost, Network):
         self.faults_on = True
         self.paused_until = 0.0
         self.reconcile_crashes = 0
-        self.registry: dict[str, tuple[object, object]] = {}
-        self._resolved: dict[str, dict[str | None, EffectivePolicy]] = {}
-        """Resolved policies by tool, then by the value of the session default; a tool's are
-        forgotten when its policy changes."""
-        self.defaults: dict[str, EffectClass | None] = {}
+        self.policies = PolicyBook()
+        """The policies in force, as the people and the agent's model see them."""
         self.workers = [Worker(self, i) for i in range(scn.workload.workers)]
         self.agents = Agents(self)
 
@@ -197,28 +194,13 @@ class Simulation(ExecutorHost, Network):
     # -- policies -------------------------------------------------------------------------------
 
     def set_policy(self, tool: str, policy: Any, hints: Any) -> None:
-        self.registry[tool] = (policy, hints)
-        self._resolved.pop(tool, None)
+        self.policies.set_policy(tool, policy, hints)
         self.record(h.PolicySet(self.now, tool, policy, hints))
         self.feed(p.SetPolicy(self.now, tool, policy, hints))
 
     def _policy_change(self, change: Any, _b: object) -> None:
         if self.faults_on:
             self.set_policy(change.tool, change.policy, change.hints)
-
-    def policy_of(self, tool: str, session_id: str) -> EffectivePolicy:
-        """The policy a call of `tool` asked now gets (the people's view of it)."""
-        default = self.defaults.get(session_id)
-        of_tool = self._resolved.get(tool)
-        if of_tool is None:
-            of_tool = self._resolved[tool] = {}
-        slot = default._value_ if default is not None else None
-        found = of_tool.get(slot)
-        if found is None:
-            policy, hints = self.registry.get(tool, (None, None))
-            found = resolve_policy(policy, hints, default)  # type: ignore[arg-type]
-            of_tool[slot] = found
-        return found
 
     # -- faults ---------------------------------------------------------------------------------
 
