@@ -65,7 +65,6 @@ from atmostonce.spec.approval import (
 from atmostonce.spec.policy import (
     EffectClass,
     EffectivePolicy,
-    retries_allowed,
 )
 from atmostonce.spec.properties import record_witness_id
 from atmostonce.spec.reconcile import reported_keys
@@ -97,14 +96,6 @@ _WITNESS: dict[tuple[str, str], str] = {
     for e in EffectClass for s in ToolCallStatus if s.final
 }
 _REPLY_BY_TEXT = {text: reply for reply, text in REPLY_TEXT.items()}
-# D-7: the spec's approval table (spec.approval.answer), by the members' values.
-_ANSWER: dict[tuple[str, str], tuple[ApprovalState, ApprovalReply]] = {
-    (s._value_, e._value_): answer(s, e) for s in ApprovalState for e in ApprovalEvent}
-_DEADLINE = ApprovalEvent.DEADLINE._value_
-# What every call's judge starts from, by the values it depends on: whether a call of each effect
-# class gets one attempt only (TC-POL-2), and the approval state a call starts in (TC-APR-2).
-_SINGLE: dict[str, bool] = {e._value_: not retries_allowed(e) for e in EffectClass}
-_INITIAL_APPROVAL: dict[bool, ApprovalState] = {r: initial_approval(r) for r in (False, True)}
 
 # How the current attempt of a call stopped counting, as the executor learnt it.
 _GAVE_UP = "gave up"  # cancelled or timed out: the run may go on (TC-AMO-3)
@@ -175,8 +166,8 @@ class _Call:
         self.pos = pos
         self.asked_at = at
         self.policy = policy
-        self.single = _SINGLE[policy.effect._value_]
-        self.approval = _INITIAL_APPROVAL[policy.requires_approval]
+        self.single = not policy.retries_allowed
+        self.approval = initial_approval(policy.requires_approval)
         self.approval_pos = -1
         self.attempts: dict[str, _Attempt] = {}
         self.handed = 0
@@ -351,7 +342,7 @@ class HistoryChecker:
                 and e.at >= c.asked_at + self.config.approval_deadline):
             state = ApprovalState.EXPIRED  # the deadline landed first; its timer was late
         event = _APPROVE if e.approve else _REJECT
-        new, reply = _ANSWER[state._value_, event._value_]
+        new, reply = answer(state, event)
         said = _REPLY_BY_TEXT.get(e.text)
         verb = "approval" if e.approve else "rejection"
         if e.ok != (reply is _ACCEPTED) or (said is not None and said is not reply):
@@ -404,7 +395,7 @@ class HistoryChecker:
         if e.kind is TimerKind.APPROVAL_DEADLINE:
             c = self._calls.get(e.key)
             if c is not None:
-                new, _ = _ANSWER[c.approval._value_, _DEADLINE]
+                new, _ = answer(c.approval, ApprovalEvent.DEADLINE)
                 if new is not c.approval:
                     c.approval = new
                     c.approval_pos = pos

@@ -43,7 +43,6 @@ from atmostonce.executor import journal
 from atmostonce.executor.keys import call_key
 from atmostonce.executor.recovery import after_end, replay
 from atmostonce.executor.state import (
-    INITIAL_APPROVAL,
     Attempt,
     Call,
     ExecutorState,
@@ -60,6 +59,7 @@ from atmostonce.spec.approval import (
     ApprovalReply,
     ApprovalState,
     answer,
+    initial_approval,
     may_attempt,
 )
 from atmostonce.spec.errors import SpecError
@@ -112,11 +112,6 @@ _SINGLE_ATTEMPT = Step.CALL_SINGLE_ATTEMPT_TOOL
 # a string's hash is cached, an enum member's is computed in Python.
 _STEP_OF: Mapping[str, Step] = {e._value_: step_for(e) for e in EffectClass}
 
-# D-7: the spec's approval table (spec.approval.answer) and reply texts, by the members' values.
-_ANSWER: Mapping[tuple[str, str], tuple[ApprovalState, ApprovalReply]] = {
-    (s._value_, e._value_): answer(s, e) for s in ApprovalState for e in ApprovalEvent}
-_REPLY_TEXT: Mapping[str, str] = {r._value_: text for r, text in REPLY_TEXT.items()}
-
 _DURATIONS = ("retry_backoff", "queue_timeout", "run_timeout", "heartbeat_timeout", "lease",
               "approval_deadline")
 
@@ -164,14 +159,13 @@ class ReferenceExecutor:
             Finished: self.on_finished,
             TimerFired: self.on_timer,
         }
-        self._timers: dict[str, Callable[[str, float], list[Command]]] = {
-            _APPROVAL._value_: self.on_approval_deadline,
-            _QUEUE._value_: self.on_queue_timeout,
-            _RUN._value_: self.on_run_timeout,
-            _HEARTBEAT._value_: self.on_heartbeat_timeout,
-            _BACKOFF._value_: self.on_retry_backoff,
+        self._timers: dict[TimerKind, Callable[[str, float], list[Command]]] = {
+            _APPROVAL: self.on_approval_deadline,
+            _QUEUE: self.on_queue_timeout,
+            _RUN: self.on_run_timeout,
+            _HEARTBEAT: self.on_heartbeat_timeout,
+            _BACKOFF: self.on_retry_backoff,
         }
-        """The handler of each timer kind, by the kind's value."""
 
     # -- the protocol -----------------------------------------------------------------------------
 
@@ -271,7 +265,7 @@ class ReferenceExecutor:
             session = self.open_session(event.session_id, None, event.at, out)
         policy = self.resolve(event.tool, session)
         call = Call(key, session, event.turn_id, event.tool_call_id, event.tool,
-                    event.arguments, policy, event.at, INITIAL_APPROVAL[policy.requires_approval])
+                    event.arguments, policy, event.at, initial_approval(policy.requires_approval))
         state.calls[key] = call
         session.calls.append(call)
         out.append(Persist(journal.ask_entry(event.at, key, event.session_id, event.turn_id,
@@ -287,7 +281,7 @@ class ReferenceExecutor:
     def approval_answer(self, state: ApprovalState,
                         event: ApprovalEvent) -> tuple[ApprovalState, ApprovalReply]:
         """The first answer or deadline that lands decides; later ones change nothing (D-7)."""
-        return _ANSWER[state._value_, event._value_]
+        return answer(state, event)
 
     def on_answer(self, event: Answer) -> list[Command]:
         """A person's answer, replied to after it is durable (D-7, TC-REC-REJ)."""
@@ -307,7 +301,7 @@ class ReferenceExecutor:
                 self.queue_attempt(call, event.at, out)
             else:
                 self.finalize(call, rejected(RejectReason.PERSON), "", event.at, out)
-        out.append(Reply(event.request, accepted, _REPLY_TEXT[reply._value_]))
+        out.append(Reply(event.request, accepted, REPLY_TEXT[reply]))
         return out
 
     def on_approval_deadline(self, key: str, at: float) -> list[Command]:
@@ -577,7 +571,7 @@ class ReferenceExecutor:
         if parsed is None:
             return []
         kind, subject = parsed
-        return self._timers[kind._value_](subject, event.at)
+        return self._timers[kind](subject, event.at)
 
     # -- restart (D-8) ----------------------------------------------------------------------------
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from atmostonce.check.protocol import NoWork, StartTimer
-from atmostonce.spec.approval import ApprovalState, initial_approval
+from atmostonce.spec.approval import ApprovalState
 from atmostonce.spec.policy import EffectClass, EffectivePolicy, ToolHints, ToolPolicy
 from atmostonce.spec.records import AttemptEnd, Outcome
 from atmostonce.spec.session import Message
@@ -55,11 +55,6 @@ ENDS_FROM: Mapping[Phase, frozenset[AttemptEnd]] = {
     ),
     Phase.ENDED: frozenset(),
 }
-
-
-# TC-APR-2, TC-APR-3, TC-APR-4: the approval state a call starts in, by whether its policy
-# requires approval (spec.approval.initial_approval, looked up once per ask).
-INITIAL_APPROVAL: Mapping[bool, ApprovalState] = {r: initial_approval(r) for r in (False, True)}
 
 
 def attempt_id(key: str, number: int) -> str:
