@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from atmostonce.chaos.loop import LoopThread
 from atmostonce.chaos.proxy import DOWN, Proxy
 from atmostonce.check.protocol import ExecutorConfig
 from atmostonce.executor.runtime.client import Client
 from atmostonce.executor.runtime.ledger_client import LedgerClient
+from atmostonce.executor.runtime.loop import LoopThread
 from atmostonce.executor.runtime.processes import Cluster
 from atmostonce.reconcile import ReconcileRun, ledger_check, report_unknown_outcomes
 from atmostonce.spec.keys import build_key

@@ -24,11 +24,11 @@ from atmostonce.chaos.engine import (
     SessionAPI,
     WorkerRef,
 )
-from atmostonce.chaos.loop import LoopThread
 from atmostonce.chaos.proxy import UP, Pipe, Proxy
 from atmostonce.chaos.server_log import GoAheadSeen, JournalWatch, WireSeen, server_log
 from atmostonce.executor.runtime.client import AsyncClient
 from atmostonce.executor.runtime.journal import read_journal
+from atmostonce.executor.runtime.loop import LoopThread
 from atmostonce.executor.runtime.options import config_argv
 from atmostonce.executor.runtime.processes import Managed, spawn, stop_all
 from atmostonce.spec.errors import SpecError

@@ -32,7 +32,6 @@ from atmostonce.chaos.engine import (
     built,
     load_engine,
 )
-from atmostonce.chaos.loop import LoopThread
 from atmostonce.chaos.lost import LostRecord, lost_records
 from atmostonce.chaos.nemesis import EngineFailed, FaultLog, Nemesis, NemesisKind
 from atmostonce.chaos.observations import Observations
@@ -41,6 +40,7 @@ from atmostonce.check.history import Entry, History, Violation
 from atmostonce.check.loading import DEFAULT_EXECUTOR, load_factory
 from atmostonce.check.protocol import ExecutorConfig
 from atmostonce.executor.runtime.ledger_client import LedgerClient, Run, Write
+from atmostonce.executor.runtime.loop import LoopThread
 from atmostonce.executor.runtime.processes import Managed, spawn
 from atmostonce.executor.runtime.wire import LOOPBACK
 from atmostonce.reconcile import ledger_check

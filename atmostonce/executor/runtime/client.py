@@ -14,13 +14,13 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import threading
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Coroutine, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from atmostonce.executor.runtime import codec
+from atmostonce.executor.runtime.loop import LoopThread
 from atmostonce.executor.runtime.wire import WIRE_VERSION, LineProtocol, Message, connect
 from atmostonce.spec.errors import SpecError
 from atmostonce.spec.policy import EffectClass, ToolHints, ToolPolicy
@@ -241,19 +241,16 @@ class Client:
 
     def __init__(self, host: str, port: int, *, connect_timeout: float = 2.0,
                  request_timeout: float = 60.0) -> None:
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever,
-                                        name="atmostonce-client", daemon=True)
-        self._thread.start()
+        self._loop = LoopThread("atmostonce-client")
         self._client = AsyncClient(host, port, connect_timeout=connect_timeout,
                                    request_timeout=request_timeout)
         self.address = self._client.address
 
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:
-        if self._loop.is_closed():
+        if self._loop.closed:
             coro.close()
             raise ServerUnavailable("this client is closed")
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+        return self._loop.run(coro)
 
     def connect(self) -> None:
         self._run(self._client.connect())
@@ -296,15 +293,13 @@ class Client:
                     return
                 yield event
         finally:
-            if not self._loop.is_closed():
+            if not self._loop.closed:
                 self._run(stream.aclose())
 
     def close(self) -> None:
-        if self._loop.is_closed():
+        if self._loop.closed:
             return
         self._run(self._client.close())
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join()
         self._loop.close()
 
     def __enter__(self) -> Client:

@@ -1,9 +1,10 @@
 """An asyncio event loop on a thread of its own, for code that runs on the main thread.
 
-The chaos harness controls processes from its main thread (a child dies with the thread that
-started it, so that thread must live as long as the run) and runs its clients and proxies on
-such a loop. `drain()` is the barrier a server restart needs: once it returns, every message
-that reached this process's sockets before the call has been handled and stamped.
+The blocking `Client` runs its `AsyncClient` on one. The chaos harness controls processes from
+its main thread (a child dies with the thread that started it, so that thread must live as long
+as the run) and runs its clients and proxies on one. `drain()` is the barrier a server restart
+needs: once it returns, every message that reached this process's sockets before the call has
+been handled and stamped.
 """
 
 from __future__ import annotations
@@ -33,6 +34,10 @@ class LoopThread:
     def _main(self) -> None:
         asyncio.set_event_loop(self.loop)
         self.loop.run_forever()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
         return asyncio.run_coroutine_threadsafe(coro, self.loop)
