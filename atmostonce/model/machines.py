@@ -118,7 +118,7 @@ ATTEMPT = MachineDef(
         _e("return_result", ("started", "running"), "returned"),
         _e("report_failure", ("started", "running"), "tool_failed"),
         _e("lose", ("handed", "started", "running"), "lost"),
-        _e("time_out", "running", "cancelled"),
+        _e("time_out", ("started", "running"), "cancelled"),
         _e("expire", "queued", "not_reached"),
         _e("reset", ("returned", "tool_failed", "lost", "cancelled", "not_reached"), "none"),
     ),

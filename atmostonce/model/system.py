@@ -714,8 +714,11 @@ class System:
                     n[G] |= G_HB
                     out.append(("heartbeat", c[AW], self.intern(tuple(n)), (), -1, _NO_NOTES,
                                 True))
-                if to_ok and a == A_RUNNING:
-                    # The run timeout counts from the worker's first message (start-to-close).
+                if to_ok:
+                    # The run timeout counts from the hand-out, so it may fire before the
+                    # worker's first message arrives. The server cannot tell a worker that has
+                    # not yet acted on its go-ahead from one whose tool started: the go-ahead
+                    # reaches the worker before the cancel, so both are this step after `go`.
                     notes = []
                     n = list(c)
                     self._abandon(n, c[AW])

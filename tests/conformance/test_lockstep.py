@@ -14,6 +14,7 @@ from atmostonce.model.check import DEFAULT
 from atmostonce.model.config import ModelConfig
 from atmostonce.model.explorer import Explorer
 from atmostonce.model.system import System
+from atmostonce.spec.policy import EffectClass
 
 SMALL = DEFAULT.with_(faults=1)
 
@@ -56,6 +57,24 @@ def test_every_transition_within_the_depth_agrees_with_the_model() -> None:
     result = replay_schedules(SMALL, reference, depth=7, edges=True)
     assert result.schedules > 1000
     assert result.disagreements == [], result.disagreements[:1]
+
+
+@pytest.mark.clause("D-9", "TC-REC-LOST", "TC-AMO-3")
+def test_a_run_timeout_before_the_worker_is_heard_from_cancels_an_attempt_that_reached() -> None:
+    """The run timeout counts from the hand-out, so it can fire before `Started` arrives: the
+    executor and the model both end the attempt as cancelled after a reach, and the run's late
+    result changes no record."""
+    lock = Lockstep(DEFAULT, reference)
+
+    def take(kind: str) -> None:
+        lock.step(next(label for label in lock.enabled() if label[0] == kind))
+
+    lock.step(("ask", [t.effect for t in DEFAULT.tools].index(
+        EffectClass.NON_IDEMPOTENT_WRITE), -1))
+    for kind in ("approve", "hand", "go", "time_out", "apply", "finish_ok"):
+        take(kind)
+    assert "heartbeat(0, 0)" not in lock.log
+    assert lock.published == {lock.keys[0]: ["failed"]}
 
 
 class ExecutorMatchesModel(RuleBasedStateMachine):
