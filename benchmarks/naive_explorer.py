@@ -418,10 +418,9 @@ class World:
             elif a == "handed":
                 if self._up(c.attempt.worker):
                     yield "go", (i,)
-            elif a == "started":
-                if self._up(c.attempt.worker):
-                    yield "heartbeat", (i,)
-            elif a == "running" and self.timeouts and self.faults:
+            elif a == "started" and self._up(c.attempt.worker):
+                yield "heartbeat", (i,)
+            if a in ("started", "running") and self.timeouts and self.faults:
                 yield "time_out", (i,)
         for r, run in enumerate(c.runs):
             if run.state == "started":

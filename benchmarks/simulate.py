@@ -1,9 +1,11 @@
 """How fast the fault simulator runs, with every history checker on.
 
 Reports, per fault profile, simulated tool calls per CPU second of one core, simulated-time
-acceleration (simulated seconds per wall second), events per second, and the share of the time
-spent inside the executor under test (the rest is the simulator and the checkers). The best of
-a few repetitions is reported: a benchmark, never a timed test.
+acceleration (simulated seconds per wall second), events per second, and where a simulated
+call's CPU time goes: inside the executor under test, judging the history (the online checks),
+drawing the seed's scenario, and the simulator itself (event loop, network, workers, people,
+the agent's model, building history entries, end-of-run garbage collection). The best of a few
+repetitions is reported: a benchmark, never a timed test.
 
     python benchmarks/simulate.py [--seeds N] [--repeat R] [--profiles none,chaos]
 """
@@ -13,48 +15,99 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, ClassVar, TypeVar
 
 if not __package__:  # run as a script: measure this checkout, not an installed copy
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from atmostonce.check.history import History
 from atmostonce.check.loading import DEFAULT_EXECUTOR, load_factory
-from atmostonce.check.protocol import JSON, Command, Event, Executor, ExecutorConfig
+from atmostonce.check.protocol import Executor, ExecutorConfig
 from atmostonce.check.protocol import ExecutorFactory as Factory
+from atmostonce.sim.engine import scenario
+from atmostonce.sim.faults import profile as find_profile
 from atmostonce.sim.run import run_seed
-from atmostonce.spec.session import AgentSnapshot
+
+T = TypeVar("T")
 
 
-class _Timed:
-    """An executor that measures the time its wrapped executor takes."""
+class _Parts:
+    """Time spent inside the timed parts of a run, and how many timed calls measured each.
+    The parts are timed with `perf_counter`, several times cheaper to read than the CPU
+    clock; on an otherwise idle core the two agree."""
 
-    spent = 0.0
+    spent: ClassVar[dict[str, float]] = {}
+    calls: ClassVar[dict[str, int]] = {}
+
+    @classmethod
+    def reset(cls) -> None:
+        cls.spent = {"executor": 0.0, "checks": 0.0}
+        cls.calls = {"executor": 0, "checks": 0}
+
+
+def _timed(part: str, fn: Callable[..., T]) -> Callable[..., T]:
+    """`fn`, adding the time of each call to `part`."""
+    clock = time.perf_counter
+    spent = _Parts.spent
+    calls = _Parts.calls
+
+    def timed(*args: Any) -> T:
+        started = clock()
+        try:
+            return fn(*args)
+        finally:
+            spent[part] += clock() - started
+            calls[part] += 1
+
+    return timed
+
+
+class _TimedExecutor:
+    """An executor whose calls are timed as the executor's part."""
 
     def __init__(self, inner: Executor) -> None:
-        self.inner = inner
+        self.handle = _timed("executor", inner.handle)
+        self.recover = _timed("executor", inner.recover)
+        self.snapshot = _timed("executor", inner.snapshot)
 
-    def handle(self, event: Event) -> list[Command]:
-        started = time.process_time()
-        try:
-            return self.inner.handle(event)
-        finally:
-            _Timed.spent += time.process_time() - started
 
-    def recover(self, journal: Sequence[dict[str, JSON]], at: float) -> list[Command]:
-        started = time.process_time()
-        try:
-            return self.inner.recover(journal, at)
-        finally:
-            _Timed.spent += time.process_time() - started
+@contextmanager
+def _checks_timed() -> Iterator[None]:
+    """Time the history's judging for the runs inside."""
+    judge, append, finish = History.judge, History.append, History.finish
+    History.judge = _timed("checks", judge)  # type: ignore[method-assign]
+    History.append = _timed("checks", append)  # type: ignore[method-assign]
+    History.finish = _timed("checks", finish)  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        History.judge, History.append, History.finish = (  # type: ignore[method-assign]
+            judge, append, finish)
 
-    def snapshot(self, session_id: str) -> AgentSnapshot:
-        started = time.process_time()
-        try:
-            return self.inner.snapshot(session_id)
-        finally:
-            _Timed.spent += time.process_time() - started
+
+def _timer_cost() -> tuple[float, float]:
+    """Seconds one timed call adds inside its timed part and outside it, measured on an empty
+    function."""
+    _Parts.reset()
+    def bare() -> None:
+        return None
+
+    empty = _timed("checks", bare)
+    n = 200_000
+    started = time.perf_counter()
+    for _ in range(n):
+        bare()
+    base = time.perf_counter() - started
+    started = time.perf_counter()
+    for _ in range(n):
+        empty()
+    total = time.perf_counter() - started - base
+    inside = _Parts.spent["checks"] / n
+    return inside, max(0.0, total / n - inside)
 
 
 @dataclass(frozen=True)
@@ -66,7 +119,6 @@ class Measure:
     cpu: float
     wall: float
     simulated: float
-    in_executor: float
 
     @property
     def calls_per_cpu_second(self) -> float:
@@ -77,24 +129,46 @@ class Measure:
         return self.simulated / self.wall
 
 
-def measure(profile: str, seeds: int, factory: Factory, timed: bool) -> Measure:
-    def build(config: ExecutorConfig) -> Executor:
-        return _Timed(factory(config)) if timed else factory(config)
-
-    _Timed.spent = 0.0
+def measure(profile: str, seeds: int, factory: Factory) -> Measure:
     calls = events = 0
     simulated = 0.0
     cpu = time.process_time()
     wall = time.perf_counter()
     for seed in range(seeds):
-        run = run_seed(seed, profile, build)
+        run = run_seed(seed, profile, factory)
         if not run.ok:
             raise SystemExit(f"seed {seed} broke a property: {run.replay_command()}")
         calls += run.stats.calls
         events += run.stats.events
         simulated += run.stats.sim_seconds
     return Measure(profile, seeds, calls, events, time.process_time() - cpu,
-                   time.perf_counter() - wall, simulated, _Timed.spent)
+                   time.perf_counter() - wall, simulated)
+
+
+def split(profile: str, seeds: int, factory: Factory,
+          overhead: tuple[float, float]) -> dict[str, float]:
+    """Microseconds per simulated call in each part, from one run with the executor and the
+    checks timed and a separate timing of drawing every seed's scenario; each timer's own cost
+    is taken out of the part it falls in."""
+    def build(config: ExecutorConfig) -> Executor:
+        return _TimedExecutor(factory(config))
+
+    drawn = find_profile(profile)
+    started = time.perf_counter()
+    for seed in range(seeds):
+        scenario(seed, drawn)
+    drawing = time.perf_counter() - started
+    inside, outside = overhead
+    _Parts.reset()
+    with _checks_timed():
+        started = time.perf_counter()
+        m = measure(profile, seeds, build)
+        total = time.perf_counter() - started
+    parts = {part: spent - _Parts.calls[part] * inside for part, spent in _Parts.spent.items()}
+    parts["drawing"] = drawing
+    timed_calls = sum(_Parts.calls.values())
+    parts["simulator"] = total - sum(parts.values()) - timed_calls * (inside + outside)
+    return {part: 1e6 * seconds / m.calls for part, seconds in parts.items()}
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -107,16 +181,24 @@ def main(argv: Sequence[str] | None = None) -> None:
     factory = load_factory(args.executor)
     print(f"fault simulator, checks on, executor {args.executor}, {args.seeds} seeds per "
           f"profile, best of {args.repeat}")
-    print(f"{'profile':<10} {'calls':>8} {'calls/CPU s':>12} {'events/CPU s':>13} "
-          f"{'sim s/wall s':>13} {'in executor':>12}")
+    overhead = _timer_cost()
+    rows = []
     for profile in args.profiles.split(","):
-        runs = [measure(profile, args.seeds, factory, False) for _ in range(args.repeat)]
+        runs = [measure(profile, args.seeds, factory) for _ in range(args.repeat)]
         best = max(runs, key=lambda m: m.calls_per_cpu_second)
-        share = measure(profile, args.seeds, factory, True)
-        print(f"{profile:<10} {best.calls:>8,} {best.calls_per_cpu_second:>12,.0f} "
-              f"{best.events / best.cpu:>13,.0f} {best.acceleration:>13,.0f} "
-              f"{100 * share.in_executor / share.cpu:>11.0f}%")
-
+        rows.append((best, split(profile, args.seeds, factory, overhead)))
+    print(f"{'profile':<10} {'calls':>8} {'calls/CPU s':>12} {'events/CPU s':>13} "
+          f"{'sim s/wall s':>13}")
+    for best, _ in rows:
+        print(f"{best.profile:<10} {best.calls:>8,} {best.calls_per_cpu_second:>12,.0f} "
+              f"{best.events / best.cpu:>13,.0f} {best.acceleration:>13,.0f}")
+    print("microseconds per simulated call, from one more run with the parts timed:")
+    print(f"{'profile':<10} {'executor':>9} {'checks':>9} {'drawing':>9} {'simulator':>10} "
+          f"{'total':>9}")
+    for best, parts in rows:
+        print(f"{best.profile:<10} {parts['executor']:>9.1f} {parts['checks']:>9.1f} "
+              f"{parts['drawing']:>9.1f} {parts['simulator']:>10.1f} "
+              f"{sum(parts.values()):>9.1f}")
 
 if __name__ == "__main__":
     main()
