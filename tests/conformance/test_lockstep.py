@@ -67,7 +67,9 @@ def test_a_run_timeout_before_the_worker_is_heard_from_cancels_an_attempt_that_r
     lock = Lockstep(DEFAULT, reference)
 
     def take(kind: str) -> None:
-        lock.step(next(label for label in lock.enabled() if label[0] == kind))
+        enabled = [label for label in lock.enabled() if label[0] == kind]
+        assert enabled, f"the model allows no {kind} after {', '.join(lock.log)}"
+        lock.step(enabled[0])
 
     lock.step(("ask", [t.effect for t in DEFAULT.tools].index(
         EffectClass.NON_IDEMPOTENT_WRITE), -1))
