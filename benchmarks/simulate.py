@@ -2,7 +2,7 @@
 
 Reports, per fault profile, simulated tool calls per CPU second of one core, simulated-time
 acceleration (simulated seconds per wall second), events per second, and where a simulated
-call's CPU time goes: inside the executor under test, judging the history (the online checks),
+call's time goes: inside the executor under test, judging the history (the online checks),
 drawing the seed's scenario, and the simulator itself (event loop, network, workers, people,
 the agent's model, building history entries, end-of-run garbage collection). The best of a few
 repetitions is reported: a benchmark, never a timed test.
@@ -17,9 +17,9 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, TypeVar
 
 if not __package__:  # run as a script: measure this checkout, not an installed copy
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -35,53 +35,48 @@ from atmostonce.sim.run import run_seed
 T = TypeVar("T")
 
 
+@dataclass
 class _Parts:
     """Time spent inside the timed parts of a run, and how many timed calls measured each.
     The parts are timed with `perf_counter`, several times cheaper to read than the CPU
     clock; on an otherwise idle core the two agree."""
 
-    spent: ClassVar[dict[str, float]] = {}
-    calls: ClassVar[dict[str, int]] = {}
+    spent: dict[str, float] = field(default_factory=lambda: {"executor": 0.0, "checks": 0.0})
+    calls: dict[str, int] = field(default_factory=lambda: {"executor": 0, "checks": 0})
 
-    @classmethod
-    def reset(cls) -> None:
-        cls.spent = {"executor": 0.0, "checks": 0.0}
-        cls.calls = {"executor": 0, "checks": 0}
+    def timed(self, part: str, fn: Callable[..., T]) -> Callable[..., T]:
+        """`fn`, adding the time of each call to `part`."""
+        clock = time.perf_counter
+        spent = self.spent
+        calls = self.calls
 
+        def timed(*args: Any) -> T:
+            started = clock()
+            try:
+                return fn(*args)
+            finally:
+                spent[part] += clock() - started
+                calls[part] += 1
 
-def _timed(part: str, fn: Callable[..., T]) -> Callable[..., T]:
-    """`fn`, adding the time of each call to `part`."""
-    clock = time.perf_counter
-    spent = _Parts.spent
-    calls = _Parts.calls
-
-    def timed(*args: Any) -> T:
-        started = clock()
-        try:
-            return fn(*args)
-        finally:
-            spent[part] += clock() - started
-            calls[part] += 1
-
-    return timed
+        return timed
 
 
 class _TimedExecutor:
     """An executor whose calls are timed as the executor's part."""
 
-    def __init__(self, inner: Executor) -> None:
-        self.handle = _timed("executor", inner.handle)
-        self.recover = _timed("executor", inner.recover)
-        self.snapshot = _timed("executor", inner.snapshot)
+    def __init__(self, inner: Executor, parts: _Parts) -> None:
+        self.handle = parts.timed("executor", inner.handle)
+        self.recover = parts.timed("executor", inner.recover)
+        self.snapshot = parts.timed("executor", inner.snapshot)
 
 
 @contextmanager
-def _checks_timed() -> Iterator[None]:
+def _checks_timed(parts: _Parts) -> Iterator[None]:
     """Time the history's judging for the runs inside."""
     judge, append, finish = History.judge, History.append, History.finish
-    History.judge = _timed("checks", judge)  # type: ignore[method-assign]
-    History.append = _timed("checks", append)  # type: ignore[method-assign]
-    History.finish = _timed("checks", finish)  # type: ignore[method-assign]
+    History.judge = parts.timed("checks", judge)  # type: ignore[method-assign]
+    History.append = parts.timed("checks", append)  # type: ignore[method-assign]
+    History.finish = parts.timed("checks", finish)  # type: ignore[method-assign]
     try:
         yield
     finally:
@@ -92,11 +87,11 @@ def _checks_timed() -> Iterator[None]:
 def _timer_cost() -> tuple[float, float]:
     """Seconds one timed call adds inside its timed part and outside it, measured on an empty
     function."""
-    _Parts.reset()
     def bare() -> None:
         return None
 
-    empty = _timed("checks", bare)
+    parts = _Parts()
+    empty = parts.timed("checks", bare)
     n = 200_000
     started = time.perf_counter()
     for _ in range(n):
@@ -106,7 +101,7 @@ def _timer_cost() -> tuple[float, float]:
     for _ in range(n):
         empty()
     total = time.perf_counter() - started - base
-    inside = _Parts.spent["checks"] / n
+    inside = parts.spent["checks"] / n
     return inside, max(0.0, total / n - inside)
 
 
@@ -150,8 +145,10 @@ def split(profile: str, seeds: int, factory: Factory,
     """Microseconds per simulated call in each part, from one run with the executor and the
     checks timed and a separate timing of drawing every seed's scenario; each timer's own cost
     is taken out of the part it falls in."""
+    parts = _Parts()
+
     def build(config: ExecutorConfig) -> Executor:
-        return _TimedExecutor(factory(config))
+        return _TimedExecutor(factory(config), parts)
 
     drawn = find_profile(profile)
     started = time.perf_counter()
@@ -159,16 +156,15 @@ def split(profile: str, seeds: int, factory: Factory,
         scenario(seed, drawn)
     drawing = time.perf_counter() - started
     inside, outside = overhead
-    _Parts.reset()
-    with _checks_timed():
+    with _checks_timed(parts):
         started = time.perf_counter()
         m = measure(profile, seeds, build)
         total = time.perf_counter() - started
-    parts = {part: spent - _Parts.calls[part] * inside for part, spent in _Parts.spent.items()}
-    parts["drawing"] = drawing
-    timed_calls = sum(_Parts.calls.values())
-    parts["simulator"] = total - sum(parts.values()) - timed_calls * (inside + outside)
-    return {part: 1e6 * seconds / m.calls for part, seconds in parts.items()}
+    seconds = {part: spent - parts.calls[part] * inside for part, spent in parts.spent.items()}
+    seconds["drawing"] = drawing
+    timed_calls = sum(parts.calls.values())
+    seconds["simulator"] = total - sum(seconds.values()) - timed_calls * (inside + outside)
+    return {part: 1e6 * spent / m.calls for part, spent in seconds.items()}
 
 
 def main(argv: Sequence[str] | None = None) -> None:
