@@ -35,11 +35,12 @@ from atmostonce.chaos.observations import (
     SnapshotSeen,
 )
 from atmostonce.check import history as h
+from atmostonce.check.policies import PolicyBook
 from atmostonce.check.protocol import ExecutorConfig
 from atmostonce.reconcile import OutcomeCheck, ReconcileRun, report_unknown_outcomes
 from atmostonce.sim.workload import Person
 from atmostonce.spec.keys import build_key
-from atmostonce.spec.policy import EffectClass, ToolHints, ToolPolicy, resolve_policy
+from atmostonce.spec.policy import ToolHints, ToolPolicy
 from atmostonce.spec.session import AgentSnapshot, ToolCallStatus
 
 T = TypeVar("T")
@@ -128,8 +129,7 @@ class Agents:
         self.lock = asyncio.Lock()
         self.stopping = asyncio.Event()
         self.abandon = asyncio.Event()
-        self.statements = dict(wl.INITIAL)
-        self.defaults: dict[str, EffectClass | None] = {}
+        self.policies = PolicyBook()
         self.calls: dict[str, Call] = {}
         self.sessions: dict[str, Session] = {}
         self.numbers = itertools.count(1)
@@ -233,7 +233,7 @@ class Agents:
                           hints: ToolHints | None) -> None:
         async with self.lock:
             self.obs.entries.append(h.PolicySet(now(), tool, policy, hints))
-            self.statements[tool] = (policy, hints)
+            self.policies.set_policy(tool, policy, hints)
             await self._retry("set_policy", lambda: self.api.set_policy(tool, policy, hints))
 
     async def _change_policies(self) -> None:
@@ -255,7 +255,7 @@ class Agents:
         default = wl.session_default(rng)
         async with self.lock:
             self.obs.entries.append(h.SessionOpened(now(), session_id, default))
-            self.defaults[session_id] = default
+            self.policies.set_default(session_id, default)
             await self._retry("open_session", lambda: self.api.open_session(session_id,
                                                                               default))
         session = Session(session_id, rng)
@@ -295,8 +295,7 @@ class Agents:
         call = Call(key, session_id, tool, depth)
         self.calls[key] = call
         async with self.lock:
-            policy, hints = self.statements[tool]
-            effective = resolve_policy(policy, hints, self.defaults.get(session_id))
+            effective = self.policies.now(tool, session_id)
             self.obs.entries.append(h.CallAsked(now(), key, session_id, turn_id, call_id, tool,
                                                 arguments))
             await self._retry("ask", lambda: self.api.ask(session_id, turn_id, call_id, tool,
