@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from atmostonce.chaos.run import ChaosResult
 from atmostonce.check.history import ReconcileRan, describe
-from atmostonce.sim.report import SOMETIMES, unwitnessed
-from atmostonce.sim.stats import EFFECTS, RECORDS
+from atmostonce.sim.report import SOMETIMES, records_table, retries_line, unwitnessed
 
 SHOWN = 10
 """Violations the text report details; JSON has them all."""
@@ -91,8 +90,8 @@ def chaos_text(result: ChaosResult) -> str:
         f"{rec['sends']} reports sent",
         "",
         f"  {t.calls:,} tool calls",
-        *_records(result),
-        _retries(result),
+        *records_table(t),
+        retries_line(t),
         "",
         *_double_runs(result),
         f"  sometimes-properties witnessed: {len(result.witnessed)} of {len(SOMETIMES)}",
@@ -107,26 +106,6 @@ def chaos_text(result: ChaosResult) -> str:
     if not result.ok:
         lines.append(f"rerun: {o.command()}")
     return "\n".join(lines)
-
-
-def _records(result: ChaosResult) -> list[str]:
-    t = result.totals
-    columns = [*RECORDS, "none"]
-    lines = [f"  {'records per effect class':<24}" + "".join(f"{c:>17}" for c in columns)]
-    for effect in EFFECTS:
-        row = t.records.get(effect, {})
-        total = sum(row.values())
-        if not total:
-            continue
-        cells = "".join(f"{row[c]:>9,} {100 * row[c] / total:5.1f}%" if row.get(c) else
-                        f"{'-':>17}" for c in columns)
-        lines.append(f"  {effect:<24}{cells}")
-    return lines
-
-
-def _retries(result: ChaosResult) -> str:
-    retries = ", ".join(f"{e} {n:,}" for e, n in sorted(result.totals.retries.items()))
-    return f"  retries (attempts beyond a call's first): {retries or 'none'}"
 
 
 def _double_runs(result: ChaosResult) -> list[str]:

@@ -64,7 +64,7 @@ def campaign_text(result: CampaignResult) -> str:
         f"seconds ({t.sim_seconds / max(result.wall_seconds, 1e-9):,.0f}x real time), "
         f"{t.restarts} server restarts",
         "",
-        *_records_table(t),
+        *records_table(t),
         "",
         *_retries(t),
         *_double_runs(t),
@@ -74,25 +74,31 @@ def campaign_text(result: CampaignResult) -> str:
     return "\n".join(lines)
 
 
-def _records_table(t: Totals) -> list[str]:
+def records_table(t: Totals) -> list[str]:
+    """Records per effect class, counts and shares; shared with the chaos report."""
     columns = [*RECORDS, "none"]
     head = f"  {'records per effect class':<24}" + "".join(f"{c:>17}" for c in columns)
     lines = [head]
     for effect in EFFECTS:
         row = t.records.get(effect, {})
-        if not row:
-            continue
         total = sum(row.values())
+        if not total:
+            continue
         cells = "".join(
-            f"{row.get(c, 0):>9,} {100 * row.get(c, 0) / total:5.1f}%" if row.get(c) else
+            f"{row[c]:>9,} {100 * row[c] / total:5.1f}%" if row.get(c) else
             f"{'-':>17}" for c in columns)
         lines.append(f"  {effect:<24}{cells}")
     return lines
 
 
-def _retries(t: Totals) -> list[str]:
+def retries_line(t: Totals) -> str:
+    """Attempts beyond a call's first, by effect class; shared with the chaos report."""
     retries = ", ".join(f"{e} {n:,}" for e, n in sorted(t.retries.items())) or "none"
-    lines = [f"  retries (attempts beyond a call's first): {retries}",
+    return f"  retries (attempts beyond a call's first): {retries}"
+
+
+def _retries(t: Totals) -> list[str]:
+    lines = [retries_line(t),
              "  time from ask to record, seconds (mean / median / 99th percentile):"]
     for effect, (mean, p50, p99) in sorted(t.time_to_record().items()):
         lines.append(f"    {effect:<22} {mean:7.2f} {p50:7.2f} {p99:7.2f}")
