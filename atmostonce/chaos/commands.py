@@ -21,9 +21,9 @@ from types import FrameType
 from typing import Any
 
 from atmostonce import arguments
-from atmostonce.chaos.engine import DEFAULT_ENGINE, CutMode, load_callable
+from atmostonce.chaos.engine import DEFAULT_ENGINE, CutMode
 from atmostonce.chaos.nemesis import NemesisKind
-from atmostonce.check.loading import DEFAULT_EXECUTOR
+from atmostonce.check.loading import DEFAULT_EXECUTOR, load_callable
 from atmostonce.reconcile import (
     DEFAULT_SOURCE,
     OutcomeCheck,

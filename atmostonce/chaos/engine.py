@@ -68,14 +68,13 @@ exception is a finding about the engine.
 from __future__ import annotations
 
 import enum
-import importlib
-import re
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, cast, runtime_checkable
 
 from atmostonce.check import history as h
+from atmostonce.check.loading import load_callable
 from atmostonce.check.protocol import ExecutorConfig
 from atmostonce.executor.runtime.client import AnswerReply, ServerUnavailable
 from atmostonce.executor.runtime.wire import LOOPBACK
@@ -261,30 +260,6 @@ class Engine(Protocol):
 
 
 EngineFactory = Callable[[EngineSetup], Engine]
-
-_PATH = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*$")
-
-
-def load_callable(path: str, what: str, example: str) -> Callable[..., object]:
-    """The callable at `path` (`package.module:function`); SpecError, one line, for a path that
-    is malformed, cannot be imported or names nothing callable. `what` names it in errors."""
-    if not isinstance(path, str) or not _PATH.match(path):
-        raise SpecError(f"malformed {what} path {path!r}: expected module:function, such as "
-                        f"{example}")
-    module_name, _, attribute = path.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except Exception as error:
-        raise SpecError(f"cannot import {what} module {module_name!r}: "
-                        f"{type(error).__name__}: {error}") from None
-    target = getattr(module, attribute, None)
-    if target is None:
-        raise SpecError(f"{what} module {module_name!r} has no attribute {attribute!r}")
-    if not callable(target):
-        raise SpecError(f"{what} {path!r} is not callable")
-    found: Callable[..., object] = target
-    return found
-
 
 def load_engine(path: str) -> EngineFactory:
     """The engine factory at `path`; SpecError for a bad path (see `load_callable`)."""

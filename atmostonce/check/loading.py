@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import importlib
 import re
+from collections.abc import Callable
+from typing import cast
 
 from atmostonce.check.protocol import Executor, ExecutorConfig, ExecutorFactory
 from atmostonce.spec.errors import SpecError
@@ -17,28 +19,35 @@ DEFAULT_EXECUTOR = "atmostonce.executor:reference"
 _PATH = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*:[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*$")
 
 
-def load_factory(path: str) -> ExecutorFactory:
-    """The factory at `path` (`package.module:function`), checked by building one executor with
-    the default configuration and testing it against the `Executor` protocol."""
+def load_callable(path: str, what: str, example: str,
+                  shape: str = "module:function") -> Callable[..., object]:
+    """The callable at `path` (`package.module:name`, the name possibly dotted); SpecError, one
+    line, for a path that is malformed, cannot be imported or names nothing callable. `what`
+    names it in errors (an executor, an engine, a check)."""
     if not isinstance(path, str) or not _PATH.match(path):
-        raise SpecError(
-            f"malformed executor path {path!r}: expected module:factory, such as "
-            f"{DEFAULT_EXECUTOR}"
-        )
+        raise SpecError(f"malformed {what} path {path!r}: expected {shape}, such as {example}")
     module_name, _, attribute = path.partition(":")
     try:
         module = importlib.import_module(module_name)
     except Exception as error:
         raise SpecError(
-            f"cannot import executor module {module_name!r}: {type(error).__name__}: {error}"
+            f"cannot import {what} module {module_name!r}: {type(error).__name__}: {error}"
         ) from None
     target: object = module
     for part in attribute.split("."):
         if not hasattr(target, part):
-            raise SpecError(f"executor module {module_name!r} has no attribute {attribute!r}")
+            raise SpecError(f"{what} module {module_name!r} has no attribute {attribute!r}")
         target = getattr(target, part)
     if not callable(target):
-        raise SpecError(f"executor factory {path!r} is not callable")
+        raise SpecError(f"{what} {path!r} is not callable")
+    found: Callable[..., object] = target
+    return found
+
+
+def load_factory(path: str) -> ExecutorFactory:
+    """The factory at `path` (`package.module:function`), checked by building one executor with
+    the default configuration and testing it against the `Executor` protocol."""
+    target = load_callable(path, "executor", DEFAULT_EXECUTOR, "module:factory")
     try:
         built = target(ExecutorConfig())
     except Exception as error:
@@ -53,5 +62,4 @@ def load_factory(path: str) -> ExecutorFactory:
             f"executor factory {path!r} returned a {type(built).__name__}, which does not "
             f"satisfy atmostonce.check.protocol.Executor (missing: {', '.join(missing)})"
         )
-    factory: ExecutorFactory = target
-    return factory
+    return cast(ExecutorFactory, target)
