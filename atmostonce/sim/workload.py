@@ -15,18 +15,8 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from atmostonce.check.protocol import ExecutorConfig
+from atmostonce.check.services import Service
 from atmostonce.spec.policy import EffectClass, ToolHints, ToolPolicy
-
-
-class Service(enum.Enum):
-    """How the service a tool writes to treats a repeat (TC-EFF-*, TC-KEY-3)."""
-
-    NONE = "none"
-    """A read: it writes nothing."""
-    KEYED = "keyed"
-    """Drops a write whose idempotency key it already holds."""
-    PLAIN = "plain"
-    """Applies every write."""
 
 
 @dataclass(frozen=True, slots=True)

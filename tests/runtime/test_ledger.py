@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from atmostonce.check.services import Service
 from atmostonce.executor.runtime.ledger import LedgerStore, services_with
-from atmostonce.executor.runtime.tools import Service
 from atmostonce.spec.errors import SpecError
 
 

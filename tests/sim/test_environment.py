@@ -10,9 +10,10 @@ from collections.abc import Iterator
 import pytest
 
 from atmostonce.check import history as h
+from atmostonce.check.services import Service
 from atmostonce.executor import reference
 from atmostonce.sim.run import run_seed
-from atmostonce.sim.workload import CATALOGUE, Service
+from atmostonce.sim.workload import CATALOGUE
 
 
 def histories(profile: str, seeds: range) -> Iterator[list[h.Entry]]:

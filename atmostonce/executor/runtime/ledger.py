@@ -36,8 +36,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from atmostonce.check.services import Service
 from atmostonce.executor.runtime import codec
-from atmostonce.executor.runtime.tools import SERVICES, Service
+from atmostonce.executor.runtime.tools import SERVICES
 from atmostonce.executor.runtime.wire import LineProtocol, Message, ready_line
 from atmostonce.spec.errors import SpecError
 

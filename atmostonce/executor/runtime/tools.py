@@ -20,22 +20,14 @@ and only before its write.
 from __future__ import annotations
 
 import asyncio
-import enum
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
+from atmostonce.check.services import Service
 from atmostonce.spec.errors import SpecError
 from atmostonce.spec.policy import EffectClass, ToolPolicy
-
-
-class Service(enum.Enum):
-    """How the service a tool writes to treats a repeated idempotency key."""
-
-    NONE = "none"
-    KEYED = "keyed"
-    PLAIN = "plain"
 
 
 @dataclass(frozen=True)
