@@ -100,13 +100,14 @@ from atmostonce.check.protocol import (
     UserMessage,
 )
 from atmostonce.executor import reference
+from atmostonce.executor.keys import call_key
 from atmostonce.executor.runtime import codec
 from atmostonce.executor.runtime.durability import GroupCommit
 from atmostonce.executor.runtime.journal import Entry, open_journal
 from atmostonce.executor.runtime.timers import LoopTimers
 from atmostonce.executor.runtime.wire import WIRE_VERSION, LineProtocol, Message, ready_line
 from atmostonce.spec.errors import SpecError
-from atmostonce.spec.keys import build_key, component_problem
+from atmostonce.spec.keys import component_problem
 
 log = logging.getLogger("atmostonce.server")
 
@@ -437,7 +438,7 @@ class Server:
         session_id = codec.text(message, "session_id")
         turn_id = codec.text(message, "turn_id")
         call_id = codec.text(message, "tool_call_id")
-        key = build_key(session_id, turn_id, call_id)
+        key = call_key(session_id, turn_id, call_id)
         self.feed(Ask(self.clock(), session_id, turn_id, call_id,
                       codec.text(message, "tool", empty=False),
                       codec.text(message, "arguments")))
