@@ -10,7 +10,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING
 
 from atmostonce import __version__, arguments
 from atmostonce.spec.errors import SpecError
@@ -20,15 +20,6 @@ if TYPE_CHECKING:
 
 EXIT_OK = 0
 EXIT_FAILED = 1
-EXIT_BAD_INPUT = 2
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse, but bad arguments exit 2 with one line, like every other bad input."""
-
-    def error(self, message: str) -> NoReturn:
-        command = self.prog.removeprefix("atmostonce").strip()
-        raise SpecError(f"{command}: {message}" if command else message)
 
 
 def _stderr(line: str) -> None:
@@ -193,7 +184,7 @@ def cmd_diagrams(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = arguments.Parser(
         prog="atmostonce",
         description="The tested specification of how a durable-execution engine runs an AI "
         "agent's tool calls: which calls may be retried, which run at most once, and which "
@@ -201,7 +192,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Exit codes: 0 all checks hold, 1 a check failed, 2 bad input.",
     )
     parser.add_argument("--version", action="version", version=f"atmostonce {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=arguments.Parser)
     sub.required = True
 
     verify = sub.add_parser(
@@ -313,20 +304,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    try:
-        args = build_parser().parse_args(argv)
-        code: int = args.func(args)
-        return code
-    except SpecError as error:
-        _stderr(f"atmostonce: error: {error}")
-        return EXIT_BAD_INPUT
-    except BrokenPipeError:
-        sys.stderr.close()
-        return EXIT_OK
-    except KeyboardInterrupt:
-        _stderr("atmostonce: interrupted")
-        return 130
-
+    return arguments.run(build_parser(), argv)
 
 if __name__ == "__main__":
     sys.exit(main())
