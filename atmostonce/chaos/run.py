@@ -139,10 +139,7 @@ class ChaosResult:
     entries: list[Entry]
     violations: list[Violation]
     lost: list[LostRecord]
-    double_runs: list[DoubleRun]
-    witnessed: set[str]
     stats: RunStats
-    totals: Totals
     faults: FaultLog
     obs: Observations
     notes: list[str]
@@ -150,6 +147,21 @@ class ChaosResult:
     seconds: float
     drained: bool
     errors: list[str] = field(default_factory=list)
+
+    @property
+    def double_runs(self) -> tuple[DoubleRun, ...]:
+        return self.stats.double_runs
+
+    @property
+    def witnessed(self) -> frozenset[str]:
+        return self.stats.witnessed
+
+    @property
+    def totals(self) -> Totals:
+        """The run's statistics in the simulator's campaign form, for its report tables."""
+        totals = Totals()
+        totals.add(self.stats)
+        return totals
 
     @property
     def ok(self) -> bool:
@@ -203,12 +215,9 @@ def run_chaos(options: ChaosOptions, say: Say = lambda line: None) -> ChaosResul
     checker = history.checker
     stats = run_stats(checker.summaries(), checker.double_runs, checker.witnessed,
                       len(got.faults.restarts), len(entries), end - started)
-    totals = Totals()
-    totals.add(stats)
     errors = got.errors + got.faults.errors + got.obs.errors
     return ChaosResult(options, got.engine, entries, list(history.violations),
-                       lost_records(got.obs, got.log), list(checker.double_runs),
-                       set(checker.witnessed), stats, totals, got.faults, got.obs,
+                       lost_records(got.obs, got.log), stats, got.faults, got.obs,
                        got.log.notes, got.pids, end - started, got.drained, errors)
 
 
