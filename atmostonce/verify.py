@@ -184,7 +184,7 @@ def check_chaos(path: str, factory: ExecutorFactory) -> CheckResult:
     details += [f"engine error: {error}" for error in result.errors[:3]]
     if details:
         details.append(f"rerun: {result.options.command()}")
-    faults = ", ".join(f"{kind} {n}" for kind, n in result.faults.counts().items()) or "none"
+    faults = result.faults.summary()
     return CheckResult(
         "runtime", "chaos on the real runtime", result.ok,
         f"{result.stats.calls:,} tool calls in {CHAOS_SECONDS:g} s of faults ({faults}) on "

@@ -117,6 +117,10 @@ class FaultLog:
         return dict(sorted(Counter(f.kind for f in self.faults
                                    if f.kind not in CONSEQUENCES).items()))
 
+    def summary(self) -> str:
+        """The injected faults by kind in one line, such as `kill 3, pause 1`."""
+        return ", ".join(f"{kind} {n}" for kind, n in self.counts().items()) or "none"
+
     def consequences(self) -> dict[str, int]:
         """What the engine did by itself: workers that ended themselves (fenced, D-12), a server
         that died."""

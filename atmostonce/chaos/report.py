@@ -71,7 +71,7 @@ def chaos_text(result: ChaosResult) -> str:
     obs = result.obs
     t = result.totals
     kinds = ", ".join(f"{kind} {n:,}" for kind, n in sorted(obs.operations.items()))
-    faults = ", ".join(f"{kind} {n}" for kind, n in result.faults.counts().items()) or "none"
+    faults = result.faults.summary()
     own = result.faults.consequences()
     rec = _reconcile(result)
     lines = [
