@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from atmostonce.executor.runtime.ledger_client import AsyncLedger
-from atmostonce.spec.reconcile import pending_reports, report_text
-from atmostonce.spec.session import OUTCOME_UNKNOWN_TOOL_RESULT, AgentSnapshot, MessageRole
+from atmostonce.spec.reconcile import pending_reports, report_text, unknown_result
+from atmostonce.spec.session import AgentSnapshot
 
 OutcomeCheck = Callable[[str, str], Awaitable[str]]
 """Asks the service about one call: (idempotency key, tool arguments as JSON) -> the finding,
@@ -86,8 +86,7 @@ class ReconcileRun:
 
 def unknown_calls(snapshot: AgentSnapshot) -> int:
     """How many distinct calls the history shows with an unknown outcome (TC-RCN-FIND)."""
-    return len({(m.turn_id, m.tool_call_id) for m in snapshot.messages
-                if m.role is MessageRole.TOOL and OUTCOME_UNKNOWN_TOOL_RESULT in m.tool_output})
+    return len({(m.turn_id, m.tool_call_id) for m in snapshot.messages if unknown_result(m)})
 
 
 async def report_unknown_outcomes(sessions: SessionMessenger, session_id: str,

@@ -33,6 +33,11 @@ def reported_keys(messages: Iterable[Message]) -> frozenset[str]:
     return frozenset(keys)
 
 
+def unknown_result(message: Message) -> bool:
+    """Whether `message` is a tool result that says the call's outcome is unknown (TC-RCN-FIND)."""
+    return message.role is MessageRole.TOOL and OUTCOME_UNKNOWN_TOOL_RESULT in message.tool_output
+
+
 def pending_reports(session_id: str, messages: Iterable[Message]) -> list[PendingReport]:
     """Unknown calls in the history whose key no user message names, in history order.
 
@@ -44,9 +49,7 @@ def pending_reports(session_id: str, messages: Iterable[Message]) -> list[Pendin
     done = reported_keys(history)
     pending: list[PendingReport] = []
     for message in history:
-        if message.role is not MessageRole.TOOL:
-            continue
-        if OUTCOME_UNKNOWN_TOOL_RESULT not in message.tool_output:
+        if not unknown_result(message):
             continue
         key = build_key(session_id, message.turn_id, message.tool_call_id)
         if key in done or any(p.key == key for p in pending):
