@@ -21,7 +21,13 @@ from typing import Any, TypeVar
 
 from atmostonce.executor.runtime import codec
 from atmostonce.executor.runtime.loop import LoopThread
-from atmostonce.executor.runtime.wire import WIRE_VERSION, LineProtocol, Message, connect
+from atmostonce.executor.runtime.wire import (
+    WIRE_VERSION,
+    LineProtocol,
+    Message,
+    connect,
+    unreachable,
+)
 from atmostonce.spec.errors import SpecError
 from atmostonce.spec.policy import EffectClass, ToolHints, ToolPolicy
 from atmostonce.spec.session import AgentSnapshot, ToolCallFinished
@@ -81,8 +87,7 @@ class AsyncClient:
             except OSError as error:
                 if time.monotonic() >= deadline:
                     raise ServerUnavailable(
-                        f"cannot reach the atmostonce server at {self.address}: "
-                        f"{error.strerror or error}") from None
+                        unreachable("the atmostonce server", self.address, error)) from None
                 await asyncio.sleep(0.05)
 
     async def _open(self) -> None:

@@ -39,7 +39,7 @@ from typing import Any
 from atmostonce.check.services import Service
 from atmostonce.executor.runtime import codec
 from atmostonce.executor.runtime.tools import SERVICES
-from atmostonce.executor.runtime.wire import LineProtocol, Message, ready_line
+from atmostonce.executor.runtime.wire import LineProtocol, Message, listen, ready_line
 from atmostonce.spec.errors import SpecError
 
 log = logging.getLogger("atmostonce.ledger")
@@ -251,18 +251,16 @@ async def serve_ledger(db: Path, host: str, port: int, services: Mapping[str, Se
                        stop: asyncio.Event, announce: Callable[[str], None] | None = None
                        ) -> int:
     """Serve the ledger until `stop` is set; 0 on a clean stop."""
-    loop = asyncio.get_running_loop()
     store = LedgerStore(db, services)
     service = LedgerService(store)
     try:
-        listener = await loop.create_server(service.connection, host, port)
-    except OSError as error:
+        listener, bound_host, bound_port = await listen(service.connection, host, port)
+    except SpecError:
         store.close()
-        raise SpecError(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
-    bound = listener.sockets[0].getsockname()
-    log.info("ledger %s listening on %s:%s", db, bound[0], bound[1])
+        raise
+    log.info("ledger %s listening on %s:%s", db, bound_host, bound_port)
     if announce is not None:
-        announce(ready_line("ledger", host=bound[0], port=bound[1], db=str(db),
+        announce(ready_line("ledger", host=bound_host, port=bound_port, db=str(db),
                             pid=os.getpid()))
     try:
         await stop.wait()

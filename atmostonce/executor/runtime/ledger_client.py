@@ -11,7 +11,7 @@ import socket
 from dataclasses import dataclass
 from typing import Any
 
-from atmostonce.executor.runtime.wire import LineProtocol, Message, connect, encode
+from atmostonce.executor.runtime.wire import LineProtocol, Message, connect, encode, unreachable
 from atmostonce.spec.errors import SpecError
 
 
@@ -52,8 +52,7 @@ class LedgerClient:
         try:
             self._sock = socket.create_connection((host, port), timeout=timeout)
         except OSError as error:
-            raise SpecError(f"cannot reach the effect ledger at {self.address}: "
-                            f"{error.strerror or error}") from None
+            raise SpecError(unreachable("the effect ledger", self.address, error)) from None
         self._reader = self._sock.makefile("rb")
         self._ids = itertools.count(1)
 
@@ -111,8 +110,8 @@ class AsyncLedger:
         try:
             self._conn = await connect(self.host, self.port, self._on_message, self._on_close)
         except OSError as error:
-            raise SpecError(f"cannot reach the effect ledger at {self.host}:{self.port}: "
-                            f"{error.strerror or error}") from None
+            raise SpecError(unreachable("the effect ledger", f"{self.host}:{self.port}",
+                                        error)) from None
 
     async def _ready(self) -> LineProtocol:
         if self._conn is None or self._conn.closed:

@@ -105,7 +105,13 @@ from atmostonce.executor.runtime import codec
 from atmostonce.executor.runtime.durability import GroupCommit
 from atmostonce.executor.runtime.journal import Entry, open_journal
 from atmostonce.executor.runtime.timers import LoopTimers
-from atmostonce.executor.runtime.wire import WIRE_VERSION, LineProtocol, Message, ready_line
+from atmostonce.executor.runtime.wire import (
+    WIRE_VERSION,
+    LineProtocol,
+    Message,
+    listen,
+    ready_line,
+)
 from atmostonce.spec.errors import SpecError
 from atmostonce.spec.keys import component_problem
 
@@ -537,15 +543,14 @@ async def serve(journal: Path, host: str, port: int, config: ExecutorConfig,
     server.carry_out(commands)
     await commit.drain()
     try:
-        listener = await loop.create_server(server.connection, host, port)
-    except OSError as error:
+        listener, bound_host, bound_port = await listen(server.connection, host, port)
+    except SpecError:
         commit.close()
-        raise SpecError(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
-    bound = listener.sockets[0].getsockname()
-    log.info("listening on %s:%s, journal %s (%d entries recovered)", bound[0], bound[1],
+        raise
+    log.info("listening on %s:%s, journal %s (%d entries recovered)", bound_host, bound_port,
              journal, recovered)
     if announce is not None:
-        announce(ready_line("server", host=bound[0], port=bound[1], journal=str(journal),
+        announce(ready_line("server", host=bound_host, port=bound_port, journal=str(journal),
                             pid=os.getpid(), recovered=recovered))
     try:
         await stop.wait()

@@ -2,7 +2,8 @@
 
 One message is one JSON object on one line. `LineProtocol` turns a byte stream into messages
 and back, with a bound on the line length so a peer cannot make a process buffer without end;
-`connect` opens one, `parse_address` reads `HOST:PORT` with a one-line SpecError.
+`connect` opens one, `listen` serves one port, `parse_address` reads `HOST:PORT` with a
+one-line SpecError.
 """
 
 from __future__ import annotations
@@ -32,6 +33,23 @@ def encode(message: Message) -> bytes:
 def ready_line(role: str, **fields: object) -> str:
     """The readiness line `processes` waits for: the role and where the process listens."""
     return READY_PREFIX + json.dumps({"role": role, **fields}, separators=(",", ":"))
+
+
+def unreachable(what: str, address: str, error: OSError) -> str:
+    """The one line saying `what` at `address` could not be reached, and why."""
+    return f"cannot reach {what} at {address}: {error.strerror or error}"
+
+
+async def listen(factory: Callable[[], asyncio.Protocol], host: str, port: int
+                 ) -> tuple[asyncio.Server, str, int]:
+    """Serve connections on `host:port` (0: any free port); the listener and the address it
+    got. SpecError, one line, when the port cannot be had."""
+    try:
+        listener = await asyncio.get_running_loop().create_server(factory, host, port)
+    except OSError as error:
+        raise SpecError(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
+    bound = listener.sockets[0].getsockname()
+    return listener, str(bound[0]), int(bound[1])
 
 
 def parse_address(text: str) -> tuple[str, int]:
