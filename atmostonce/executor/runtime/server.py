@@ -123,14 +123,13 @@ MAX_POLL_WAIT = 1.0
 class WorkerLink:
     """A worker's connection: the poll it last sent, and whether that poll is held."""
 
-    __slots__ = ("conn", "dropped", "name", "park", "poll_n")
+    __slots__ = ("conn", "name", "park", "poll_n")
 
     def __init__(self, conn: LineProtocol, name: str) -> None:
         self.conn = conn
         self.name = name
         self.poll_n = 0
         self.park: asyncio.TimerHandle | None = None
-        self.dropped = False
 
     def answered(self) -> None:
         if self.park is not None:
@@ -251,10 +250,9 @@ class Server:
 
     def _go_ahead(self, command: GoAhead) -> None:
         link = self.workers.get(command.worker)
-        if link is None or link.dropped:
+        if link is None:
             return
-        link.answered()
-        self.parked.pop(link, None)
+        self._unpark(link)
         message = {"type": "go_ahead", "n": link.poll_n, "attempt": command.attempt,
                    "key": command.key, "tool": command.tool, "arguments": command.arguments,
                    "lease": command.lease}
@@ -262,7 +260,7 @@ class Server:
 
     def _no_work(self, command: NoWork) -> None:
         link = self.workers.get(command.worker)
-        if link is None or link.dropped:
+        if link is None:
             return
         if self.poll_wait <= 0:
             link.conn.send({"type": "no_work", "n": link.poll_n})
@@ -270,6 +268,11 @@ class Server:
         self.parked[link] = None
         if link.park is None:
             link.park = self.loop.call_later(self.poll_wait, self._park_over, link)
+
+    def _unpark(self, link: WorkerLink) -> None:
+        """The worker's poll is answered, or the worker is gone: its poll is held no more."""
+        link.answered()
+        self.parked.pop(link, None)
 
     def _park_over(self, link: WorkerLink) -> None:
         link.park = None
@@ -289,7 +292,7 @@ class Server:
 
     def _cancel(self, command: Cancel) -> None:
         link = self.workers.get(command.worker)
-        if link is None or link.dropped:
+        if link is None:
             return
         message = {"type": "cancel", "attempt": command.attempt}
         self.commit.then(lambda: _send(link.conn, message))
@@ -299,9 +302,7 @@ class Server:
         link = self.workers.pop(command.worker, None)
         if link is None:
             return
-        link.dropped = True
-        link.answered()
-        self.parked.pop(link, None)
+        self._unpark(link)
         self.commit.then(lambda: link.conn.close("declared lost"))
 
     def _publish(self, command: Publish) -> None:
@@ -330,7 +331,7 @@ class Server:
         link = self.links.get(conn)
         try:
             if isinstance(link, WorkerLink):
-                if not link.dropped:
+                if self.workers.get(link.name) is link:
                     handler = self._worker_ops.get(message.get("type", ""))
                     if handler is not None:
                         handler(link, message)
@@ -362,9 +363,7 @@ class Server:
         running = codec.texts(message, "running")
         old = self.workers.get(name)
         if old is not None:
-            old.dropped = True
-            old.answered()
-            self.parked.pop(old, None)
+            self._unpark(old)
             old.conn.close("the worker connected again")
         link = WorkerLink(conn, name)
         self.links[conn] = link
@@ -375,8 +374,7 @@ class Server:
     def _on_close(self, conn: LineProtocol) -> None:
         link = self.links.pop(conn, None)
         if isinstance(link, WorkerLink):
-            link.answered()
-            self.parked.pop(link, None)
+            self._unpark(link)
             if self.workers.get(link.name) is link:
                 del self.workers[link.name]
         elif isinstance(link, ClientLink):
@@ -387,8 +385,7 @@ class Server:
     # -- worker messages -------------------------------------------------------------------------
 
     def _on_poll(self, link: WorkerLink, message: Message) -> None:
-        link.answered()
-        self.parked.pop(link, None)
+        self._unpark(link)
         link.poll_n = message.get("n", 0)
         self.feed(Poll(self.clock(), link.name))
 
