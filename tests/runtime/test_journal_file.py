@@ -87,7 +87,8 @@ WRITER = textwrap.dedent("""
     create_journal(path)
     journal = JournalFile(path, 0)
     entry = {"type": "session", "at": 1.0, "session_id": "s", "default_effect": None}
-    print("writing", flush=True)
+    journal.append([json.dumps(entry)] * 7)
+    print("committed", flush=True)
     while True:
         journal.append([json.dumps(entry)] * 7)
 """)
@@ -100,7 +101,7 @@ def test_a_journal_whose_writer_was_killed_mid_commit_opens_whole(tmp_path: Path
                               stdout=subprocess.PIPE, text=True)
     try:
         assert writer.stdout is not None
-        assert writer.stdout.readline().strip() == "writing"
+        assert writer.stdout.readline().strip() == "committed"
         time.sleep(0.3)
     finally:
         writer.send_signal(signal.SIGKILL)
