@@ -1,6 +1,10 @@
 """`atmostonce verify`: every layer that applies, run in order, and one verdict.
 
-Each check returns a `CheckResult`; the verdict passes only when every check passed.
+Each check returns a `CheckResult`; the verdict passes only when every check passed. An executor
+under test that raises, or answers outside the protocol, fails the layer that drove it, with the
+exception or the wrong value and the step that caused it (`atmostonce.check.guard`); the other
+layers still run. A check that stops on an exception of its own fails with it too, so the
+verdict is always printed.
 """
 
 from __future__ import annotations
@@ -110,25 +114,37 @@ def check_conformance(path: str, factory: ExecutorFactory) -> CheckResult:
     details: list[str] = []
     schedules = steps = 0
     seconds = 0.0
+    verdict = "0 disagreements"
     for config in (DEFAULT, DEFAULT.with_(fence=True)):
         result = replay_schedules(config, factory, CONFORMANCE_DEPTH, edges=True)
         schedules += result.schedules
         steps += result.steps
         seconds += result.seconds
+        fence = f"fence {'on' if config.fence else 'off'}"
+        for log, message in result.breaches[:1]:
+            verdict = "THE EXECUTOR BROKE THE PROTOCOL"
+            details.append(f"the executor broke the protocol ({fence}): {message}")
+            details.append(f"schedule so far: {_schedule(log)}")
         for log, message in result.disagreements[:1]:
-            details.append(f"{message} (fence {'on' if config.fence else 'off'})")
-            details.append("schedule: " + " -> ".join(log))
+            verdict = "DISAGREES"
+            details.append(f"{message} ({fence})")
+            details.append(f"schedule: {_schedule(log)}")
         if details:
             break
     return CheckResult(
         "conformance", "model-generated schedules", not details,
         f"{schedules:,} schedules (every transition), {steps:,} steps within depth "
-        f"{CONFORMANCE_DEPTH} on "
-        f"{path}, {seconds:.1f} s; {'0 disagreements' if not details else 'DISAGREES'}",
+        f"{CONFORMANCE_DEPTH} on {path}, {seconds:.1f} s; {verdict}",
         details,
         {"schedules": schedules, "steps": steps, "depth": CONFORMANCE_DEPTH,
          "seconds": seconds, "executor": path},
     )
+
+
+def _schedule(log: list[str]) -> str:
+    """A schedule's steps as verify prints them; none yet means the setup (policies, the
+    session, workers connecting) was under way."""
+    return " -> ".join(log) if log else "(setting up: policies, session, workers)"
 
 
 SIMULATION_SEEDS = 300
@@ -144,10 +160,11 @@ def check_simulation(path: str, factory: ExecutorFactory) -> CheckResult:
     details: list[str] = []
     for failure in result.failures[:1]:
         run = failure.run
+        details.append(f"seed {run.seed} (profile {run.scenario.profile.name}) failed")
         for v in run.violations[:3]:
             details.append(f"{v.property} ({v.key}): {v.message}")
         if run.error:
-            details.append(f"error: {run.error}")
+            details.append(f"executor error: {run.error}")
         details.append(f"replay: {run.replay_command()}")
         if failure.shrunk is not None:
             shrunk = failure.shrunk
@@ -179,21 +196,27 @@ def check_chaos(path: str, factory: ExecutorFactory) -> CheckResult:
 
     result = run_chaos(ChaosOptions(duration=CHAOS_SECONDS, executor=path, pace=2.0,
                                     drain=CHAOS_DRAIN))
-    details = [f"{v.property} ({v.key}): {v.message}" for v in result.violations[:3]]
+    details = result.failure_lines()
+    details += [f"{v.property} ({v.key}): {v.message}" for v in result.violations[:3]]
     details += [f"lost {lost.line()}" for lost in result.lost[:3]]
     details += [f"engine error: {error}" for error in result.errors[:3]]
     if details:
         details.append(f"rerun: {result.options.command()}")
     faults = result.faults.summary()
+    ran = (f"the executor under test failed in the server, which stopped the run "
+           f"({result.stats.calls:,} tool calls asked; faults: {faults})"
+           if result.executor_failures else
+           f"{result.stats.calls:,} tool calls in {CHAOS_SECONDS:g} s of faults ({faults})")
     return CheckResult(
         "runtime", "chaos on the real runtime", result.ok,
-        f"{result.stats.calls:,} tool calls in {CHAOS_SECONDS:g} s of faults ({faults}) on "
-        f"{path}, {result.seconds:.1f} s; {len(result.violations)} violations, "
+        f"{ran} on {path}, {result.seconds:.1f} s; {len(result.violations)} violations, "
         f"{len(result.lost)} lost records",
         details,
         {"calls": result.stats.calls, "faults": result.faults.counts(),
          "violations": [v.property for v in result.violations], "lost_records": len(result.lost),
-         "double_runs": len(result.double_runs), "seconds": result.seconds},
+         "double_runs": len(result.double_runs), "seconds": result.seconds,
+         "executor_failures": [f.as_json() for f in result.executor_failures],
+         "kept": None if result.kept is None else str(result.kept)},
     )
 
 
@@ -201,23 +224,47 @@ Check = Callable[[], CheckResult]
 LAYERS = ("spec", "model", "conformance", "simulation", "runtime")
 
 
+@dataclass(frozen=True)
+class Planned:
+    """One check of the plan: its layer, its name for progress lines, and the check."""
+
+    layer: str
+    name: str
+    check: Check
+
+
 def plan(path: str, factory: ExecutorFactory, layers: tuple[str, ...] = LAYERS
-         ) -> list[tuple[str, Check]]:
-    """The checks of the chosen layers, in order, each with a name for progress lines."""
-    checks: list[tuple[str, str, Check]] = [
-        ("spec", "clause coverage", check_clause_coverage),
-        ("spec", "CrossHair proofs", check_proofs),
-        ("model", "exhaustive model check", check_model),
-        ("conformance", "conformance", lambda: check_conformance(path, factory)),
-        ("simulation", "fault simulation", lambda: check_simulation(path, factory)),
-        ("runtime", "chaos on the real runtime", lambda: check_chaos(path, factory)),
+         ) -> list[Planned]:
+    """The checks of the chosen layers, in order."""
+    checks = [
+        Planned("spec", "clause coverage", check_clause_coverage),
+        Planned("spec", "CrossHair proofs", check_proofs),
+        Planned("model", "exhaustive model check", check_model),
+        Planned("conformance", "conformance", lambda: check_conformance(path, factory)),
+        Planned("simulation", "fault simulation", lambda: check_simulation(path, factory)),
+        Planned("runtime", "chaos on the real runtime", lambda: check_chaos(path, factory)),
     ]
-    return [(name, check) for layer, name, check in checks if layer in layers]
+    return [planned for planned in checks if planned.layer in layers]
 
 
-def run(checks: list[tuple[str, Check]], progress: Callable[[str], None]) -> list[CheckResult]:
+def run(checks: list[Planned], progress: Callable[[str], None]) -> list[CheckResult]:
+    """Run every check in order; one that stops on an exception fails with it (`stopped`)."""
     results: list[CheckResult] = []
-    for name, check in checks:
-        progress(name)
-        results.append(check())
+    for planned in checks:
+        progress(planned.name)
+        try:
+            results.append(planned.check())
+        except Exception as error:
+            results.append(stopped(planned, error))
     return results
+
+
+def stopped(planned: Planned, error: Exception) -> CheckResult:
+    """The result of a check that stopped on an exception: failed, with the exception's type,
+    message and the place it was raised."""
+    from atmostonce.check.guard import raised
+
+    message = " ".join(str(error).split())
+    return CheckResult(planned.layer, planned.name, False,
+                       f"the check stopped on {type(error).__name__}: {message}",
+                       [f"the check {raised(error)}"], {"stopped": type(error).__name__})

@@ -63,6 +63,12 @@ A client call that cannot reach the server, or whose connection goes before the 
 raises `ServerUnavailable`, `ConnectionError` or another `OSError`: the harness then treats
 the call as indeterminate and asks again later (asks are idempotent by their ids). Any other
 exception is a finding about the engine.
+
+An engine whose server runs the executor under test (`EngineSetup.executor`) raises
+`ExecutorFailure` from any process-control method once it knows that its server stopped because
+that executor failed (raised, or answered outside the protocol): the harness then stops the run
+and reports the failure with the server's log line, instead of restarting a server that will
+only fail again. `server_log()` lists every such failure in `ServerLog.executor_failures`.
 """
 
 from __future__ import annotations
@@ -103,7 +109,8 @@ class EngineSetup:
     """What the harness gives the engine's factory."""
 
     workdir: Path
-    """A directory for the engine's files (journal, logs); the harness removes it."""
+    """A directory for the engine's files (journal, logs); the harness removes it, unless the
+    executor under test failed (then it keeps it, for the logs)."""
     ledger: str
     """HOST:PORT of the effect ledger: where the engine's tools write with the call's key."""
     config: ExecutorConfig
@@ -114,6 +121,31 @@ class EngineSetup:
     """MODULE:FACTORY of the executor the engine's server drives, for engines that take one
     (`atmostonce serve --executor`); others ignore it."""
     host: str = LOOPBACK
+    token_file: Path | None = None
+    """The effect ledger's token file (one line, mode 0600, `atmostonce.executor.runtime.
+    tokens`): what the engine's workers present to the ledger. The reference runtime's server
+    takes the same token from its workers; None: the engine makes its own in `workdir`."""
+
+
+class ExecutorFailure(Exception):
+    """The engine's server stopped because the executor under test failed: `line` is the
+    server log's line that names the failure (the exception, or what the executor answered),
+    `log` the log file it is in, `exception` the exception its traceback ends with when the
+    line does not name it."""
+
+    def __init__(self, line: str, log: Path | None = None, exception: str = "") -> None:
+        self.line = line
+        self.log = log
+        self.exception = "" if exception in line else exception
+        super().__init__(self.quoted() + ("" if log is None else f" (server log {log})"))
+
+    def quoted(self) -> str:
+        """The log line, and the exception when the line does not name it."""
+        return f"{self.line} (raised {self.exception})" if self.exception else self.line
+
+    def as_json(self) -> dict[str, str | None]:
+        return {"line": self.line, "exception": self.exception or None,
+                "log": None if self.log is None else str(self.log)}
 
 
 @dataclass(frozen=True)
@@ -153,6 +185,8 @@ class ServerLog:
     """When each durable journal entry was written, if the engine has a journal."""
     notes: list[str] = field(default_factory=list)
     """Lines for the report: what the adapter could and could not observe."""
+    executor_failures: list[ExecutorFailure] = field(default_factory=list)
+    """Each time a server stopped because the executor under test failed."""
 
 
 class SessionAPI(Protocol):

@@ -1,7 +1,8 @@
 """What a person reads after a chaos run, and the same as one JSON object: the operations, the
 faults by kind, the records per effect class (the simulator's statistics,
 `atmostonce.sim.stats`), the double runs and whether each has the documented shape, lost
-records, and every violation with the entries it involves and the command that reruns it."""
+records, every violation with the entries it involves and the command that reruns it, and a
+failure of the executor under test with the server log's line and where the logs are kept."""
 
 from __future__ import annotations
 
@@ -48,6 +49,8 @@ def chaos_json(result: ChaosResult) -> dict[str, object]:
                         "rerun": o.command()} for v in result.violations],
         "lost_records": [lost.as_json() for lost in result.lost],
         "errors": result.errors,
+        "executor_failures": [failure.as_json() for failure in result.executor_failures],
+        "kept": None if result.kept is None else str(result.kept),
         "drained": result.drained,
         "reconcile": _reconcile(result),
         "witnessed": sorted(result.witnessed),
@@ -99,8 +102,10 @@ def chaos_text(result: ChaosResult) -> str:
         *_lost(result),
         *_violations(result),
         *(f"  engine error: {error}" for error in result.errors),
+        *(f"  {line}" for line in result.failure_lines()),
         f"verdict: {'PASS' if result.ok else 'FAIL'} ({len(result.violations)} violations, "
-        f"{len(result.lost)} lost records, {len(result.errors)} engine errors; "
+        f"{len(result.lost)} lost records, {len(result.errors)} engine errors, "
+        f"{len(result.executor_failures)} failures of the executor under test; "
         f"{len(result.entries):,} history entries checked)",
     ]
     if not result.ok:

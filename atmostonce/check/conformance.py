@@ -11,6 +11,10 @@ services' ledgers must agree with the model's.
 `replay_schedules` replays, within a depth, the shortest schedule of every state the explorer
 reaches, or that schedule followed by each transition out of the state; `Lockstep` is also what
 the Hypothesis state machine in the tests drives.
+
+The executor is driven through `atmostonce.check.guard`, with its journal entries checked to be
+JSON: an executor that raises, or answers outside the protocol's types, is a `ProtocolBreach`,
+reported like a disagreement with the schedule that led to it.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from atmostonce.check import guard
 from atmostonce.check import protocol as p
 from atmostonce.model import system as m
 from atmostonce.model.config import ModelConfig
@@ -63,7 +68,8 @@ class Lockstep:
         self.system = System(config)
         self.state: State = self.system.initial()
         self.factory = factory
-        self.executor = factory(executor_config(config))
+        self.log: list[str] = []
+        self.executor: p.Executor = guard.build(factory, executor_config(config), True)
         self.clock = 0.0
         self.journal: list[dict[str, p.JSON]] = []
         self.timers: dict[str, p.StartTimer] = {}
@@ -80,7 +86,6 @@ class Lockstep:
         self.effects: dict[str, int] = {}
         self.business: set[str] = set()
         self.requests = 0
-        self.log: list[str] = []
         self.diverged = False
         """The executor chose another queued attempt than the schedule named (allowed)."""
         self._setup()
@@ -364,7 +369,7 @@ class Lockstep:
         self._send(p.Connected(self.clock, worker.name))
 
     def _do_restart(self, label: Label) -> None:
-        self.executor = self.factory(executor_config(self.config))
+        self.executor = guard.build(self.factory, executor_config(self.config), True)
         self.timers.clear()
         self.sent.clear()
         for worker in self.workers:
@@ -474,11 +479,14 @@ class ConformanceResult:
     diverged: int = 0
     """Schedules cut short where the executor picked another (allowed) queued attempt."""
     disagreements: list[tuple[list[str], str]] = field(default_factory=list)
+    breaches: list[tuple[list[str], str]] = field(default_factory=list)
+    """Schedules on which the executor stepped outside the protocol: the steps taken, and the
+    breach (the call that caused it and what was wrong)."""
     seconds: float = 0.0
 
     @property
     def ok(self) -> bool:
-        return not self.disagreements
+        return not self.disagreements and not self.breaches
 
 
 def schedules(config: ModelConfig, depth: int, edges: bool = False) -> Iterator[list[Label]]:
@@ -521,8 +529,10 @@ def replay_schedules(config: ModelConfig, factory: p.ExecutorFactory, depth: int
     result = ConformanceResult(depth)
     for labels in schedules(config, depth, edges):
         result.schedules += 1
-        lock = Lockstep(config, factory)
+        taken: list[str] = []
         try:
+            lock = Lockstep(config, factory)
+            taken = lock.log
             for label in labels:
                 lock.step(label)
                 result.steps += 1
@@ -530,9 +540,11 @@ def replay_schedules(config: ModelConfig, factory: p.ExecutorFactory, depth: int
                     result.diverged += 1
                     break
         except Disagreement as error:
-            result.disagreements.append((lock.log, str(error)))
-            if stop_at_first:
-                break
+            result.disagreements.append((taken, str(error)))
+        except guard.ProtocolBreach as breach:
+            result.breaches.append((taken, str(breach)))
+        if stop_at_first and not result.ok:
+            break
         if progress is not None and result.schedules % 500 == 0:
             progress(result.schedules)
     result.seconds = time.monotonic() - started

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from heapq import heappop, heappush
 from typing import Any
 
+from atmostonce.check import guard
 from atmostonce.check import history as h
 from atmostonce.check import protocol as p
 from atmostonce.check.history import History
@@ -135,7 +136,8 @@ class Simulation(ExecutorHost, Network):
 
     def run(self) -> History:
         """Drive the scenario to quiescence, then judge the eventually-properties. Anything
-        the executor raises ends the run with `error` set."""
+        the executor raises, and anything it answers outside the protocol, ends the run with
+        `error` set: the breach names the event it was handling."""
         queue = self.queue
         pop = heappop
         count = 0
@@ -150,6 +152,8 @@ class Simulation(ExecutorHost, Network):
                     self.error = (f"the run did not settle: {MAX_EVENTS:,} events by t="
                                   f"{self.now:.3f}")
                     break
+        except guard.ProtocolBreach as breach:
+            self.error = f"t={self.now:.3f}: {breach}"
         except Exception as error:
             where = traceback.extract_tb(error.__traceback__)[-1]
             self.error = (f"t={self.now:.3f}: {type(error).__name__}: {error} "
@@ -159,7 +163,7 @@ class Simulation(ExecutorHost, Network):
 
     def _start(self) -> None:
         w = self.scenario.workload
-        self.executor = self.factory(self.config)
+        self.executor = guard.build(self.factory, self.config)
         for tool in w.tools:
             self.set_policy(tool.name, tool.policy, tool.hints)
         for change in w.changes:

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from heapq import heappush
 from typing import TYPE_CHECKING, Any
 
+from atmostonce.check import guard
 from atmostonce.check import history as h
 from atmostonce.check import protocol as p
 from atmostonce.sim.network import Conn
@@ -94,7 +95,7 @@ class ExecutorHost:
         self.timers = {}
         for conn in conns.values():
             self.server_closes(conn)
-        self.executor = self.factory(self.config)
+        self.executor = guard.build(self.factory, self.config)
         self.carry_out(self.executor.recover(list(self.journal), self.now), False)
 
     def feed(self, event: p.Event, crashable: bool = False) -> None:

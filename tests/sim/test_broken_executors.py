@@ -1,9 +1,12 @@
-"""An executor that raises is a failure of its own seed, reported with the command that replays
-it; the campaign goes on, and the schedule shrinks to the faults that make it raise."""
+"""An executor that raises, or answers outside the protocol, is a failure of its own seed,
+reported with the call that broke it and the command that replays it; the campaign goes on, and
+the schedule shrinks to the faults that make it fail."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+
+import pytest
 
 from atmostonce.check.loading import load_factory
 from atmostonce.check.protocol import JSON, Command, Event, Executor, ExecutorConfig
@@ -12,6 +15,7 @@ from atmostonce.sim.campaign import campaign
 from atmostonce.sim.run import run_seed
 from atmostonce.sim.shrink import ERROR, shrink
 from atmostonce.spec.session import AgentSnapshot
+from tests.check.broken_executors import BROKEN, path
 
 PATH = "tests.sim.test_broken_executors:fails_after_restart"
 
@@ -64,3 +68,26 @@ def test_a_run_that_raises_can_be_shrunk_directly() -> None:
             assert shrunk.result.error is not None
             return
     raise AssertionError("no restarts seed with several faults makes it raise")
+
+
+@pytest.mark.parametrize("name", sorted(BROKEN))
+def test_an_executor_outside_the_protocol_fails_its_seed_with_the_breach_and_a_replay(
+        name: str) -> None:
+    """Every way of stepping outside the protocol (raising, a tuple or None for a list, a
+    string among the commands, a field of the wrong type, a snapshot of the wrong shape) fails
+    the seed with one line naming the call and the problem, the campaign goes on, the replay
+    command reproduces it, and the schedule shrinks to the faults it needs."""
+    factory, words = BROKEN[name]
+    result = campaign(range(6), "restarts", factory, path(name), shrink_first=1)
+    assert len(result.seeds) == 6
+    failure = result.failures[0]
+    error = failure.run.error
+    assert error is not None
+    assert all(word in error for word in words), error
+    assert "\n" not in error
+    assert failure.run.replay_command().endswith(f"--executor {path(name)}")
+    again = run_seed(failure.run.seed, "restarts", factory, path(name))
+    assert again.error == error
+    assert failure.shrunk is not None
+    assert failure.shrunk.property == ERROR
+    assert failure.shrunk.result.error is not None
