@@ -55,12 +55,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
     )
     from atmostonce.check.loading import load_factory
 
+    layers = verify.LAYERS if args.layers is None else \
+        arguments.names(args.layers, "--layers", "layer", verify.LAYERS)
     factory = load_factory(args.executor)
-    layers = tuple(part.strip() for part in args.layers.split(",")) if args.layers \
-        else verify.LAYERS
-    unknown = [layer for layer in layers if layer not in verify.LAYERS]
-    if unknown:
-        raise SpecError(f"unknown layer {unknown[0]!r} (known: {', '.join(verify.LAYERS)})")
     results = verify.run(verify.plan(args.executor, factory, layers), progress)
     passed = all(r.ok for r in results)
     if args.json:
@@ -112,6 +109,7 @@ def cmd_prove(args: argparse.Namespace) -> int:
 def _model_config(args: argparse.Namespace) -> ModelConfigT:
     from atmostonce.model.check import DEFAULT, with_mutant
     from atmostonce.model.config import parse_tools
+    from atmostonce.spec.policy import EffectClass
 
     changes: dict[str, object] = {}
     for name in ("workers", "calls", "reasks", "max_attempts", "crashes", "partitions",
@@ -120,13 +118,14 @@ def _model_config(args: argparse.Namespace) -> ModelConfigT:
         if value is not None:
             changes[name] = value
     if args.tools is not None:
+        arguments.items(args.tools, "--tools", [e.value for e in EffectClass])
         changes["tools"] = parse_tools(args.tools)
     if args.ledger is not None:
         changes["ledger"] = args.ledger
     if args.fence:
         changes["fence"] = True
     config = DEFAULT.with_(**changes)
-    if args.mutant:
+    if args.mutant is not None:
         name = args.mutant.removeprefix("model:")
         config = with_mutant(config, name)
     return config
@@ -143,15 +142,17 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     report = check.run(config, progress=None if args.json else progress,
                        stop_at_first=not args.all_violations, max_states=args.max_states)
-    if args.out:
+    if args.out is not None:
         traces = report.violations + ([report.double_run] if report.double_run else [])
-        with open(args.out, "w") as handle:
-            json.dump([t.as_json() for t in traces], handle, indent=2)
+        try:
+            args.out.write_text(json.dumps([t.as_json() for t in traces], indent=2))
+        except OSError as error:
+            raise SpecError(f"--out {args.out}: cannot write it: {error.strerror}") from None
     if args.json:
         print(json.dumps(report.as_json(), indent=2))
     else:
         print(check.render(report))
-        if args.out:
+        if args.out is not None:
             print(f"  traces saved to {args.out}")
     return EXIT_OK if report.ok else EXIT_FAILED
 
@@ -170,11 +171,9 @@ def cmd_mutants(args: argparse.Namespace) -> int:
 
 
 def cmd_diagrams(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from atmostonce.model import diagrams
 
-    written, note = diagrams.write(Path(args.out))
+    written, note = diagrams.write(args.out)
     for w in written:
         print(f"wrote {w.dot}" + (f" and {w.svg}" if w.svg else ""))
     if note:
@@ -266,10 +265,11 @@ def build_parser() -> argparse.ArgumentParser:
                        "(see `atmostonce mutants`)")
     check.add_argument("--all-violations", action="store_true",
                        help="keep exploring after the first violation")
-    check.add_argument("--max-states", type=arguments.whole, metavar="N",
+    check.add_argument("--max-states", type=arguments.count, metavar="N",
                        help="stop after N states (the check is then incomplete and exits 1)")
-    check.add_argument("--out", metavar="FILE", help="save counterexamples and witnesses as "
-                       "JSON traces the executor layers replay")
+    check.add_argument("--out", type=arguments.output_file, metavar="FILE",
+                       help="save counterexamples and witnesses as JSON traces the executor "
+                       "layers replay (its directory must exist)")
     check.add_argument("--json", action="store_true", help="print one JSON object")
     check.set_defaults(func=cmd_check)
 
@@ -289,8 +289,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Write the DOT of every component machine (and SVG when Graphviz's dot is "
         "installed), drawn from the same transitions definitions the checks run on.",
     )
-    diagrams.add_argument("--out", default="diagrams", metavar="DIR",
-                          help="directory to write into (default diagrams)")
+    diagrams.add_argument("--out", type=arguments.output_directory, default="diagrams",
+                          metavar="DIR", help="directory to write into, created when missing "
+                          "(default diagrams)")
     diagrams.set_defaults(func=cmd_diagrams)
 
     from atmostonce.chaos.commands import register as register_chaos

@@ -1,13 +1,17 @@
 """Loading an executor under test from a `module:factory` path, as every command takes it.
 
-Anything wrong with the path is bad input: a SpecError with one line that says what (the CLI
-turns it into exit code 2).
+The module is looked for where `python -m atmostonce` looks, the current directory included,
+also when the command runs as the installed `atmostonce` script (whose own directory, not the
+current one, starts Python's path). Anything wrong with the path is bad input: a SpecError with
+one line that says what (the CLI turns it into exit code 2).
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 import re
+import sys
 from collections.abc import Callable
 from typing import cast
 
@@ -27,6 +31,7 @@ def load_callable(path: str, what: str, example: str,
     if not isinstance(path, str) or not _PATH.match(path):
         raise SpecError(f"malformed {what} path {path!r}: expected {shape}, such as {example}")
     module_name, _, attribute = path.partition(":")
+    _search_current_directory()
     try:
         module = importlib.import_module(module_name)
     except Exception as error:
@@ -42,6 +47,18 @@ def load_callable(path: str, what: str, example: str,
         raise SpecError(f"{what} {path!r} is not callable")
     found: Callable[..., object] = target
     return found
+
+
+def _search_current_directory() -> None:
+    """Put the current directory on the import path, after what is there, once: a module of
+    the user's is found, and a file there never shadows an installed package. It stays, so
+    the loaded module's own later imports of its neighbours work too."""
+    try:
+        here = os.getcwd()
+    except OSError:
+        return
+    if not any(os.path.abspath(entry or os.curdir) == here for entry in sys.path):
+        sys.path.append(here)
 
 
 def load_factory(path: str) -> ExecutorFactory:

@@ -11,6 +11,7 @@ from atmostonce.model.config import ModelConfig
 from atmostonce.model.explorer import Explorer, Progress, Result
 from atmostonce.model.system import Protocol, System
 from atmostonce.model.trace import Trace, build, config_json
+from atmostonce.spec.errors import SpecError
 
 DEFAULT = ModelConfig(calls=1, faults=2)
 """The default bound: two workers, every effect class, one call and one re-ask, two attempts,
@@ -80,6 +81,10 @@ def with_mutant(config: ModelConfig, name: str) -> ModelConfig:
 
 def run(config: ModelConfig, *, progress: Progress | None = None, stop_at_first: bool = True,
         max_states: int | None = None, with_findings: bool = True) -> CheckReport:
+    """Explore `config`'s model (stopping after `max_states` states, at least 1, when given),
+    build its traces and establish finding F-6 unless it is a mutant's model."""
+    if max_states is not None and max_states < 1:
+        raise SpecError(f"max_states must be at least 1, got {max_states}")
     system = System(config, protocol_for(config))
     explorer = Explorer(system, stop_at_first=stop_at_first, max_states=max_states,
                         progress=progress)

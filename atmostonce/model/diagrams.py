@@ -14,6 +14,7 @@ from pathlib import Path
 from transitions.extensions import GraphMachine
 
 from atmostonce.model.machines import ALL_MACHINES, MachineDef
+from atmostonce.spec.errors import SpecError
 
 
 class _Holder:
@@ -45,15 +46,22 @@ class Written:
 
 
 def write(out: Path) -> tuple[list[Written], str]:
-    """Write every machine's DOT (and SVG when `dot` exists) into `out`; returns what was
-    written and a note for the user (empty when SVG was drawn)."""
-    out.mkdir(parents=True, exist_ok=True)
+    """Write every machine's DOT (and SVG when `dot` exists) into `out`, created when missing;
+    returns what was written and a note for the user (empty when SVG was drawn). SpecError,
+    one line, when `out` cannot be written into."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise SpecError(f"cannot write the diagrams into {out}: {error.strerror}") from None
     dot = shutil.which("dot")
     written: list[Written] = []
     for machine in ALL_MACHINES:
         source = dot_source(machine)
         dot_path = out / f"{machine.name}.dot"
-        dot_path.write_text(source)
+        try:
+            dot_path.write_text(source)
+        except OSError as error:
+            raise SpecError(f"cannot write {dot_path}: {error.strerror}") from None
         svg_path: Path | None = None
         if dot is not None:
             svg_path = out / f"{machine.name}.svg"

@@ -27,6 +27,9 @@ EXIT_FAILED = 1
 DEFAULT_PROFILE = "chaos"
 PROGRESS_AFTER = 2.0
 """Seconds after which a campaign shows a progress bar."""
+MAX_SEEDS = 1_000_000
+"""The most seeds one campaign runs: one core manages under a hundred seeds a second, so a
+million take hours and a larger number is a slip of the keyboard, not a campaign."""
 
 
 def register(subparsers: Any) -> None:
@@ -42,8 +45,9 @@ def register(subparsers: Any) -> None:
         "when no property broke, 1 otherwise, 2 on bad input.",
         epilog=f"Profiles: {profiles}.",
     )
-    simulate.add_argument("--seeds", type=arguments.count, default=100, metavar="N",
-                          help="how many seeds to run (default 100)")
+    simulate.add_argument("--seeds", type=arguments.CountUpTo(MAX_SEEDS), default=100,
+                          metavar="N", help=f"how many seeds to run, at most {MAX_SEEDS:,} "
+                          "(default 100)")
     simulate.add_argument("--first-seed", type=arguments.seed, default=0, metavar="S",
                           help="the first seed (default 0)")
     _common(simulate)
@@ -135,17 +139,20 @@ class _Progress:
             self.stream.flush()
 
 
-
-
-
 def _indexes(text: str) -> tuple[int, ...]:
+    """`--faults`: fault indexes such as 0,3,5, or 'none'; an empty list or item is refused, so
+    that a list emptied by mistake never quietly means 'none'."""
     if text.strip() == "none":
         return ()
+    expected = "fault indexes such as 0,3,5 or 'none'"
+    parts = [part.strip() for part in text.split(",")]
+    if not all(parts):
+        what = "an empty list" if not text.strip() else "a list with an empty item"
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {what}: {text!r}")
     try:
-        values = tuple(sorted({int(part) for part in text.split(",") if part.strip()}))
+        values = tuple(sorted({int(part) for part in parts}))
     except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected fault indexes such as 0,3,5 or 'none', got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
     if any(v < 0 for v in values):
         raise argparse.ArgumentTypeError(f"fault indexes are >= 0, got {text!r}")
     return values

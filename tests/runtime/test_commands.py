@@ -13,6 +13,8 @@ import pytest
 from atmostonce.executor.runtime.commands import register
 
 MODULE = [sys.executable, "-m", "atmostonce.executor.runtime"]
+WORKER = ["worker", "--server", "127.0.0.1:1", "--ledger", "127.0.0.1:1", "--token-file",
+          "{tmp}/token"]
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -36,15 +38,18 @@ def test_register_adds_the_runtime_subcommands() -> None:
      "lease (10.0) must be shorter"),
     (["serve", "--journal", "{tmp}/j.db", "--port", "99999"], "outside 0-65535"),
     (["serve", "--journal", "{tmp}/j.db", "--run-timeout", "soon"], "expected a number"),
-    (["worker", "--server", "nohost", "--ledger", "127.0.0.1:1"], "must look like HOST:PORT"),
-    (["worker", "--server", "127.0.0.1:1", "--ledger", "127.0.0.1:1", "--duration",
-      "bogus=1"], "unknown tool 'bogus'"),
-    (["worker", "--server", "127.0.0.1:1", "--ledger", "127.0.0.1:1", "--slots", "0"],
-     "at least one slot"),
+    ([*WORKER, "--server", "nohost"], "must look like HOST:PORT"),
+    ([*WORKER, "--duration", "bogus=1"], "unknown tool 'bogus'"),
+    ([*WORKER, "--slots", "0"], "--slots: expected at least 1"),
+    ([*WORKER, "--fail", "bogus"], "--fail: unknown tool 'bogus'"),
+    (["ledger", "--db", "{tmp}/l.db", "--keyed", "bogus"], "--keyed: unknown tool 'bogus'"),
     (["ledger", "--db", "{tmp}/l.db", "--port", "x"], "not a whole number"),
     (["serve"], "--journal"),
 ])
 def test_bad_input_exits_2_with_one_line(tmp_path: Path, args: list[str], problem: str) -> None:
+    token = tmp_path / "token"
+    token.write_text("a-token\n")
+    token.chmod(0o600)
     done = run(*[a.replace("{tmp}", str(tmp_path)) for a in args])
     assert done.returncode == 2, done.stderr
     assert done.stderr.startswith("atmostonce: error: ")

@@ -8,7 +8,7 @@ tune the demo tools (`tools.behaviours`).
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from atmostonce import arguments
@@ -29,10 +29,16 @@ CONFIG_FLAGS: tuple[tuple[str, str], ...] = (
 )
 
 
+_TYPES: Mapping[str, Callable[[str], float]] = {
+    "--max-attempts": arguments.count,
+    "--retry-backoff": arguments.seconds,
+}
+"""Each flag's value type; the others are time-outs, a lease and a deadline, above 0 seconds:
+a zero one would end every attempt, worker or approval the moment it began."""
+
+
 def _attribute(flag: str) -> str:
     return flag.removeprefix("--").replace("-", "_")
-
-
 
 
 def add_config_arguments(parser: argparse.ArgumentParser) -> None:
@@ -40,7 +46,7 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
     for flag, text in CONFIG_FLAGS:
         name = _attribute(flag)
         default = getattr(_DEFAULT, name)
-        kind = arguments.whole if name == "max_attempts" else arguments.seconds
+        kind = _TYPES.get(flag, arguments.positive)
         group.add_argument(flag, type=kind,
                            default=default, metavar="N" if name == "max_attempts" else "S",
                            help=f"{text} (default {default:g})")

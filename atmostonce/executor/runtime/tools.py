@@ -108,41 +108,57 @@ TOOLS: Mapping[str, DemoTool] = {t.name: t for t in (
 SERVICES: Mapping[str, Service] = {t.name: t.service for t in TOOLS.values()}
 
 
+MAX_SECONDS = 1e6
+"""A run's duration and write time stay below this many seconds (eleven days)."""
+
+
 def _seconds(what: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 1e6:
-        raise SpecError(f"{what} must be a number of seconds >= 0, got {value!r}")
+    if (isinstance(value, bool) or not isinstance(value, int | float)
+            or not 0 <= value < MAX_SECONDS):
+        raise SpecError(f"{what} must be a number of seconds >= 0 and below {MAX_SECONDS:g}, "
+                        f"got {value!r}")
     return float(value)
 
 
-def _tool(name: str) -> DemoTool:
+def _tool(name: str, flag: str) -> DemoTool:
     tool = TOOLS.get(name)
     if tool is None:
-        raise SpecError(f"unknown tool {name!r} (known: {', '.join(TOOLS)})")
+        raise SpecError(f"{flag}: unknown tool {name!r} (known: {', '.join(TOOLS)})")
     return tool
+
+
+def _timing(flag: str, item: str) -> tuple[str, float]:
+    """`TOOL=SECONDS` of `flag` as the tool's name and the seconds."""
+    name, sep, value = item.partition("=")
+    if not sep:
+        raise SpecError(f"{flag} wants TOOL=SECONDS, got {item!r}")
+    _tool(name, flag)
+    try:
+        number = float(value)
+    except ValueError:
+        raise SpecError(f"{flag} {name} must be a number of seconds >= 0, got {value!r}"
+                        ) from None
+    return name, _seconds(f"{flag} {name}", number)
 
 
 def behaviours(durations: Sequence[str] = (), write_ats: Sequence[str] = (),
                fails: Sequence[str] = (), stop_on_cancel: Sequence[str] = ()
                ) -> dict[str, Behaviour]:
-    """Each tool's behaviour with the command line's overrides (`TOOL=SECONDS`, `TOOL`)."""
+    """Each tool's behaviour with the command line's overrides (`TOOL=SECONDS`, `TOOL`);
+    SpecError naming the flag for an unknown tool or a value that is no number of seconds."""
     table = {name: tool.behaviour for name, tool in TOOLS.items()}
-    for flag, items in (("duration", durations), ("write_at", write_ats)):
-        for item in items:
-            name, sep, value = item.partition("=")
-            if not sep:
-                raise SpecError(f"--{flag.replace('_', '-')} wants TOOL=SECONDS, got {item!r}")
-            _tool(name)
-            try:
-                seconds = _seconds(f"--{flag.replace('_', '-')} {name}", float(value))
-            except ValueError:
-                raise SpecError(f"--{flag.replace('_', '-')} {name}: {value!r} is not a "
-                                "number") from None
-            table[name] = (replace(table[name], duration=seconds) if flag == "duration"
-                           else replace(table[name], write_at=seconds))
+    for item in durations:
+        name, seconds = _timing("--duration", item)
+        table[name] = replace(table[name], duration=seconds)
+    for item in write_ats:
+        name, seconds = _timing("--write-at", item)
+        table[name] = replace(table[name], write_at=seconds)
     for name in fails:
-        table[_tool(name).name] = replace(table[name], fail=True)
+        tool = _tool(name, "--fail")
+        table[tool.name] = replace(table[tool.name], fail=True)
     for name in stop_on_cancel:
-        table[_tool(name).name] = replace(table[name], stop_on_cancel=True)
+        tool = _tool(name, "--stop-on-cancel")
+        table[tool.name] = replace(table[tool.name], stop_on_cancel=True)
     return table
 
 
