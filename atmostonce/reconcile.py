@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from atmostonce.executor.runtime.ledger_client import AsyncLedger
+from atmostonce.spec.errors import SpecError
 from atmostonce.spec.reconcile import pending_reports, report_text, unknown_result
 from atmostonce.spec.session import AgentSnapshot
 
@@ -90,11 +91,16 @@ def unknown_calls(snapshot: AgentSnapshot) -> int:
 
 
 async def report_unknown_outcomes(sessions: SessionMessenger, session_id: str,
-                                  check: OutcomeCheck, source: str = DEFAULT_SOURCE
-                                  ) -> ReconcileRun:
+                                  check: OutcomeCheck, source: str = DEFAULT_SOURCE, *,
+                                  require_session: bool = False) -> ReconcileRun:
     """One run of the job for `session_id` (see the module docstring). A failure to read the
-    history propagates; a failed check or send ends the run with `interrupted` set."""
+    history propagates; a failed check or send ends the run with `interrupted` set. With
+    `require_session`, a session the history shows nothing of is a SpecError (see
+    `shows_nothing`)."""
     snapshot = await sessions.get_agent_snapshot(session_id)
+    if require_session and shows_nothing(snapshot):
+        raise SpecError(f"no session named {session_id!r}: the server shows no call and no "
+                        "message of it")
     pending = pending_reports(session_id, snapshot.messages)
     unknown = unknown_calls(snapshot)
     run = ReconcileRun(session_id, unknown, unknown - len(pending))
@@ -116,6 +122,13 @@ async def report_unknown_outcomes(sessions: SessionMessenger, session_id: str,
             run.interrupted = f"the session {session_id!r} refused the report of {call.key}"
             return run
     return run
+
+
+def shows_nothing(snapshot: AgentSnapshot) -> bool:
+    """Whether the snapshot holds no call and no message: how `get_agent_snapshot` answers for
+    a session the server does not know, and also for one opened with nothing in it yet, which
+    has nothing to reconcile either."""
+    return not snapshot.tool_calls and not snapshot.messages
 
 
 def _reason(error: BaseException) -> str:
@@ -144,11 +157,23 @@ def finding_of(lookup: dict[str, Any]) -> str:
     return found
 
 
-def ledger_check(host: str, port: int) -> tuple[OutcomeCheck, Callable[[], None]]:
-    """A check that asks the effect ledger at host:port, and the function that closes its
-    connection."""
-    ledger = AsyncLedger(host, port)
+def ledger_check(host: str, port: int, token: str) -> tuple[OutcomeCheck, Callable[[], None]]:
+    """A check that asks the effect ledger at host:port (presenting its `token`), and the
+    function that closes its connection (opened on the first question)."""
+    return _asking(AsyncLedger(host, port, token=token))
 
+
+async def connected_ledger_check(host: str, port: int, token: str
+                                 ) -> tuple[OutcomeCheck, Callable[[], None]]:
+    """`ledger_check` with its connection opened now: SpecError, one line, when the ledger at
+    host:port cannot be reached or refuses the token, before the job reads or sends
+    anything."""
+    ledger = AsyncLedger(host, port, token=token)
+    await ledger.connect()
+    return _asking(ledger)
+
+
+def _asking(ledger: AsyncLedger) -> tuple[OutcomeCheck, Callable[[], None]]:
     async def check(key: str, arguments: str) -> str:
         return finding_of(await ledger.request({"op": "lookup", "key": key}))
 
@@ -157,7 +182,20 @@ def ledger_check(host: str, port: int) -> tuple[OutcomeCheck, Callable[[], None]
 
 def as_check(function: Callable[[str, str], object]) -> OutcomeCheck:
     """An OutcomeCheck from a user function that returns the finding, directly or awaitable;
-    the finding must be a string."""
+    the finding must be a string. SpecError, one line, for a function that cannot be called
+    with (key, tool arguments)."""
+    try:
+        signature: inspect.Signature | None = inspect.signature(function)
+    except (TypeError, ValueError):
+        signature = None
+    if signature is not None:
+        try:
+            signature.bind("key", "{}")
+        except TypeError:
+            name = getattr(function, "__qualname__", repr(function))
+            raise SpecError(f"the check {name}{signature} cannot be called with (key, tool "
+                            "arguments)") from None
+
     async def check(key: str, arguments: str) -> str:
         found = function(key, arguments)
         if inspect.isawaitable(found):

@@ -82,9 +82,11 @@ def reports_of(client: Client, session: str) -> list[str]:
     return named
 
 
-def reconcile_cli(*args: str, env: dict[str, str] | None = None
+def reconcile_cli(cluster: Cluster, *args: str, env: dict[str, str] | None = None
                   ) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "atmostonce", "reconcile", *args],
+    """`atmostonce reconcile ARGS` with the cluster's token file."""
+    return subprocess.Popen([sys.executable, "-m", "atmostonce", "reconcile", "--token-file",
+                             str(cluster.token_file), *args],
                             cwd=ROOT, env={**os.environ, **(env or {})}, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
@@ -103,7 +105,7 @@ def test_a_job_killed_between_a_send_and_its_return_then_rerun_reports_each_call
     proxy = Proxy(("127.0.0.1", cluster.server_port))
     try:
         port = loop.run(proxy.start(), timeout=10)
-        job = reconcile_cli("--session", session, "--server", f"127.0.0.1:{port}",
+        job = reconcile_cli(cluster, "--session", session, "--server", f"127.0.0.1:{port}",
                             "--check", "tests.reconcile_check:check", "--json",
                             env={"RECONCILE_MARKERS": str(tmp_path)})
         first = tmp_path / "checking-1"
@@ -127,7 +129,7 @@ def test_a_job_killed_between_a_send_and_its_return_then_rerun_reports_each_call
         loop.close()
 
     ledger_address = cluster.ledger_address
-    code, out, err = finished(reconcile_cli("--session", session, "--server",
+    code, out, err = finished(reconcile_cli(cluster, "--session", session, "--server",
                                             cluster.server_address, "--ledger", ledger_address,
                                             "--json"))
     assert code == 0, err
@@ -136,7 +138,7 @@ def test_a_job_killed_between_a_send_and_its_return_then_rerun_reports_each_call
     assert [r["key"] for r in rerun["reported"]] == [other]
     assert (rerun["unknown"], rerun["already_reported"], rerun["interrupted"]) == (2, 1, None)
 
-    code, out, err = finished(reconcile_cli("--session", session, "--server",
+    code, out, err = finished(reconcile_cli(cluster, "--session", session, "--server",
                                             cluster.server_address, "--ledger", ledger_address,
                                             "--json"))
     assert code == 0, err
@@ -166,7 +168,7 @@ def test_reconcile_finds_each_unknown_call_asks_the_ledger_and_tells_the_session
     host, port = cluster.ledger_address.rsplit(":", 1)
 
     async def run_job() -> ReconcileRun:
-        check, close = ledger_check(host, int(port))
+        check, close = ledger_check(host, int(port), cluster.token)
         try:
             async with cluster.async_client() as sessions:
                 return await report_unknown_outcomes(sessions, session, check)
@@ -183,7 +185,7 @@ def test_reconcile_finds_each_unknown_call_asks_the_ledger_and_tells_the_session
     assert "one operation with this key: the call took effect" in texts[took]
     assert "took no effect" in texts[never]
     assert texts[never].endswith(f"(tool call {never})")
-    with LedgerClient(host, int(port)) as ledger:
+    with LedgerClient(host, int(port), token=cluster.token) as ledger:
         assert ledger.runs(took)
         assert ledger.runs(never)
 
@@ -205,12 +207,28 @@ def test_reconcile_finds_each_unknown_call_asks_the_ledger_and_tells_the_session
      "cannot import check module"),
     (["--session", "s1", "--server", "127.0.0.1:1", "--ledger", "127.0.0.1:1"],
      "cannot reach the atmostonce server"),
+    (["--session", "s1", "--server", "127.0.0.1:1", "--ledger", "127.0.0.1:1",
+      "--token-file", "/no/such/token"], "token file /no/such/token does not exist"),
 ])
-def test_bad_input_exits_2_with_one_line(args: list[str], says: str) -> None:
+def test_bad_input_exits_2_with_one_line(tmp_path: Path, args: list[str], says: str) -> None:
+    token = tmp_path / "token"
+    token.write_text("a-token\n")
+    token.chmod(0o600)
     env = {k: v for k, v in os.environ.items() if not k.startswith("ATMOSTONCE_")}
+    env["ATMOSTONCE_TOKEN_FILE"] = str(token)
     done = subprocess.run([sys.executable, "-m", "atmostonce", "reconcile", *args], cwd=ROOT,
                           env=env, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr.startswith("atmostonce: error: ")
     assert says in done.stderr
     assert done.stderr.count("\n") == 1
+
+
+def test_without_a_token_file_reconcile_says_where_to_give_one() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ATMOSTONCE_")}
+    done = subprocess.run([sys.executable, "-m", "atmostonce", "reconcile", "--session", "s1",
+                           "--server", "127.0.0.1:1"], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert done.returncode == 2
+    assert done.stderr == ("atmostonce: error: no token file: pass --token-file PATH or set "
+                           "$ATMOSTONCE_TOKEN_FILE\n")

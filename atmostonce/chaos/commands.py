@@ -2,9 +2,9 @@
 
 Exit codes: `chaos` 0 when the history broke no property and no record was lost, 1 otherwise,
 2 for bad input; `reconcile` 0 when every outcome_unknown call of the session is reported,
-1 when a send failed and the job must be run again, 2 for bad input (a server or ledger that
-cannot be reached included). Both print one JSON object with `--json`; `chaos` writes its
-progress lines on stderr.
+1 when a check or a send failed and the job must be run again, 2 for bad input (a server or
+ledger that cannot be reached and a session the server does not know included). Both print one
+JSON object with `--json`; `chaos` writes its progress lines on stderr.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from atmostonce.reconcile import (
     OutcomeCheck,
     ReconcileRun,
     as_check,
-    ledger_check,
+    connected_ledger_check,
     report_unknown_outcomes,
 )
 from atmostonce.spec.errors import SpecError
@@ -38,6 +38,7 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 SERVER_ENV = "ATMOSTONCE_SERVER"
 LEDGER_ENV = "ATMOSTONCE_LEDGER"
+TOKEN_ENV = "ATMOSTONCE_TOKEN_FILE"
 ALL_NEMESES = ",".join(k.value for k in NemesisKind)
 
 
@@ -58,7 +59,8 @@ def register(subparsers: Any) -> None:
     chaos.add_argument("--workers", type=arguments.whole, default=3, metavar="N",
                        help="worker processes (default 3)")
     chaos.add_argument("--nemesis", default=ALL_NEMESES, metavar="KINDS",
-                       help=f"comma-separated fault kinds: {ALL_NEMESES} (default all)")
+                       help=f"comma-separated fault kinds: {ALL_NEMESES}, or 'none' for a run "
+                       "without faults (default all)")
     chaos.add_argument("--cuts", default="hold,drop", metavar="MODES",
                        help="how a partition cuts a worker's connection: hold (traffic waits), "
                        "drop (connections reset), or both (default hold,drop)")
@@ -73,7 +75,7 @@ def register(subparsers: Any) -> None:
                        f"an atmostonce.chaos.engine.Engine (default {DEFAULT_ENGINE})")
     chaos.add_argument("--executor", default=DEFAULT_EXECUTOR, metavar="MODULE:FACTORY",
                        help=f"the executor the engine's server runs (default {DEFAULT_EXECUTOR})")
-    chaos.add_argument("--workdir", metavar="DIR",
+    chaos.add_argument("--workdir", type=arguments.output_directory, metavar="DIR",
                        help="keep the journal, the ledger and the logs in DIR (default: a "
                        "temporary directory, removed afterwards)")
     chaos.add_argument("--json", action="store_true", help="print one JSON object")
@@ -85,13 +87,19 @@ def register(subparsers: Any) -> None:
         "reports yet, rebuild each one's idempotency key, ask the effect ledger (or your "
         "--check) what happened, and send one report per call with send_user_message. Running "
         "it again sends nothing new, also after a crash between a send and its return; a send "
-        "is never retried (TC-RCN-ONCE). Exit 0 when every call is reported, 1 when a send "
-        "failed (run it again), 2 on bad input.")
+        "is never retried (TC-RCN-ONCE). Exit 0 when every call is reported, 1 when a check or "
+        "a send failed (run it again), 2 on bad input (a server or ledger out of reach, a "
+        "session the server does not know).")
     reconcile.add_argument("--session", required=True, metavar="ID", help="the session id")
     reconcile.add_argument("--server", metavar="HOST:PORT",
                            help=f"the server (default: ${SERVER_ENV})")
     reconcile.add_argument("--ledger", metavar="HOST:PORT",
                            help=f"the effect ledger to ask (default: ${LEDGER_ENV})")
+    reconcile.add_argument("--token-file", metavar="PATH",
+                           help="the server's token file (see serve --token-file; default: "
+                           f"${TOKEN_ENV})")
+    reconcile.add_argument("--ledger-token-file", metavar="PATH",
+                           help="the ledger's token file (default: the --token-file)")
     reconcile.add_argument("--check", metavar="MODULE:FUNCTION",
                            help="ask your own service instead: a function (key, tool arguments "
                            "as JSON) -> finding text, plain or async")
@@ -116,10 +124,10 @@ def cmd_chaos(args: argparse.Namespace) -> int:
     from atmostonce.chaos.run import ChaosOptions, run_chaos
 
     options = ChaosOptions(duration=args.duration, workers=args.workers,
-                           nemesis=NemesisKind.parse_list(args.nemesis), seed=args.seed,
+                           nemesis=_nemeses(args.nemesis), seed=args.seed,
                            pace=args.pace, cuts=_cuts(args.cuts),
                            fence=args.fence, engine=args.engine, executor=args.executor,
-                           workdir=Path(args.workdir) if args.workdir else None)
+                           workdir=args.workdir)
     signal.signal(signal.SIGTERM, _interrupt)
     result = run_chaos(options, _stderr)
     if args.json:
@@ -130,22 +138,29 @@ def cmd_chaos(args: argparse.Namespace) -> int:
 
 
 def cmd_reconcile(args: argparse.Namespace) -> int:
-    from atmostonce.executor.runtime.wire import parse_address
+    from atmostonce.executor.runtime.commands import peer
+    from atmostonce.executor.runtime.tokens import read_token
     from atmostonce.spec.keys import component_problem
 
     problem = component_problem(args.session)
     if problem is not None:
         raise SpecError(f"session id {args.session!r} {problem}")
-    server = parse_address(_address(args.server, SERVER_ENV, "--server"))
-    close: Callable[[], None] | None = None
-    if args.check:
-        check = as_check(load_callable(args.check, "check", "myapp.orders:check_cancel"))
+    if args.source is not None and not args.source.strip():
+        raise SpecError("--source must name who the note comes from, got an empty text")
+    server = peer(_address(args.server, SERVER_ENV, "--server"), "--server")
+    token_file = _address(args.token_file, TOKEN_ENV, "--token-file", "token file", "PATH")
+    token = read_token(Path(token_file))
+    asks: OutcomeCheck | tuple[str, int, str]
+    if args.check is not None:
+        asks = as_check(load_callable(args.check, "check", "myapp.orders:check_cancel"))
         source = args.source or "your application"
     else:
-        ledger = parse_address(_address(args.ledger, LEDGER_ENV, "--ledger (or --check)"))
-        check, close = ledger_check(*ledger)
+        ledger = peer(_address(args.ledger, LEDGER_ENV, "--ledger (or --check)"), "--ledger")
+        ledger_token = read_token(Path(args.ledger_token_file)) if args.ledger_token_file \
+            else token
+        asks = (*ledger, ledger_token)
         source = args.source or DEFAULT_SOURCE
-    run = asyncio.run(_reconcile(server, args.session, check, source, close))
+    run = asyncio.run(_reconcile(server, token, args.session, asks, source))
     if args.json:
         print(json.dumps(run.as_json(), indent=2))
     else:
@@ -159,35 +174,47 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
     return EXIT_OK if run.complete else EXIT_FAILED
 
 
-async def _reconcile(server: tuple[str, int], session_id: str, check: OutcomeCheck,
-                     source: str, close: Callable[[], None] | None) -> ReconcileRun:
+async def _reconcile(server: tuple[str, int], token: str, session_id: str,
+                     asks: OutcomeCheck | tuple[str, int, str], source: str) -> ReconcileRun:
+    """Reach the server, then the effect ledger when `asks` is its address (SpecError, one
+    line, for either out of reach), then run the job; an unknown session is bad input."""
     from atmostonce.executor.runtime.client import AsyncClient
 
+    close: Callable[[], None] | None = None
     try:
-        async with AsyncClient(*server) as client:
-            return await report_unknown_outcomes(client, session_id, check, source)
+        async with AsyncClient(*server, token=token) as client:
+            await client.connect()
+            if isinstance(asks, tuple):
+                check, close = await connected_ledger_check(*asks)
+            else:
+                check = asks
+            return await report_unknown_outcomes(client, session_id, check, source,
+                                                 require_session=True)
     finally:
         if close is not None:
             close()
 
 
+def _nemeses(text: str) -> tuple[NemesisKind, ...]:
+    """`--nemesis`: fault kinds, or 'none' for no faults; an empty list is refused rather than
+    read as either."""
+    if text.strip() == "none":
+        return ()
+    known = [k.value for k in NemesisKind]
+    return tuple(NemesisKind(n) for n in arguments.names(text, "--nemesis", "nemesis", known))
+
+
 def _cuts(text: str) -> tuple[CutMode, ...]:
-    modes: list[CutMode] = []
-    for part in text.split(","):
-        name = part.strip()
-        try:
-            mode = CutMode(name)
-        except ValueError:
-            raise SpecError(f"unknown cut {name!r} (known: hold, drop)") from None
-        if mode not in modes:
-            modes.append(mode)
-    return tuple(modes)
+    known = [m.value for m in CutMode]
+    return tuple(CutMode(n) for n in arguments.names(text, "--cuts", "cut", known))
 
 
-def _address(given: str | None, env: str, flag: str) -> str:
-    value = given or os.environ.get(env)
-    if not value:
-        raise SpecError(f"no address: pass {flag} HOST:PORT or set ${env}")
+def _address(given: str | None, env: str, flag: str, noun: str = "address",
+             metavar: str = "HOST:PORT") -> str:
+    """The flag's value, or else the environment variable's; SpecError when neither is set."""
+    value = given if given is not None else os.environ.get(env)
+    if value is None or not value.strip():
+        raise SpecError(f"no {noun}: pass {flag} {metavar} or set ${env}")
     return value
 
 

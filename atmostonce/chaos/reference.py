@@ -9,16 +9,25 @@ can be held or dropped. Processes are started with `atmostonce.executor.runtime.
 from the calling thread and die with it. Off the proxies' wire it reads hellos, `started` and
 `finished` messages and every go-ahead, which it checks against the journal the moment it is
 seen (D-5); `server_log()` merges that with the journal (`atmostonce.chaos.server_log`).
+
+A server stops when the executor under test fails (raises, or answers outside the protocol) and
+logs a line that names the failure. Whenever the adapter finds its server gone (asked whether it
+is alive, to start it again, or waiting for a worker), it reads that server's log and raises
+`ExecutorFailure` with the line, so the harness reports the executor, not a worker that did not
+come up; `server_log()` lists the failure of every server process the run started.
 """
 
 from __future__ import annotations
 
 import json
+import re
+import time
 from dataclasses import dataclass
 
 from atmostonce.chaos.engine import (
     CutMode,
     EngineSetup,
+    ExecutorFailure,
     RunEndSeen,
     ServerLog,
     SessionAPI,
@@ -31,6 +40,8 @@ from atmostonce.executor.runtime.journal import read_journal
 from atmostonce.executor.runtime.loop import LoopThread
 from atmostonce.executor.runtime.options import config_argv
 from atmostonce.executor.runtime.processes import Managed, spawn, stop_all
+from atmostonce.executor.runtime.tokens import ensure_token
+from atmostonce.executor.runtime.wire import READY_PREFIX
 from atmostonce.spec.errors import SpecError
 
 READY = 20.0
@@ -40,6 +51,36 @@ GRACE = 3.0
 CONNECT_TIMEOUT = 5.0
 """Seconds a client keeps trying to reach a server that is restarting."""
 REQUEST_TIMEOUT = 30.0
+WATCH = 0.02
+"""Seconds between two looks at a worker that is starting and the server it waits for."""
+_FAILURE = re.compile(r"\bthe executor\b")
+"""What the server's log line about a failure of the executor says."""
+_RECORD = re.compile(r"^\d{4}-\d\d-\d\d ")
+"""How a log record's first line starts (its time), as opposed to a traceback's lines."""
+
+
+def executor_failure(server: Managed) -> ExecutorFailure | None:
+    """Why the server process `server` stopped, if its executor failed: the first line of its
+    log that speaks of the executor, with the exception its traceback ends with."""
+    lines = server.output().splitlines()
+    for i, line in enumerate(lines):
+        if _FAILURE.search(line):
+            return ExecutorFailure(line.strip(), server.log, _exception(lines[i + 1:]))
+    return None
+
+
+def _exception(after: list[str]) -> str:
+    """The exception line of the traceback that follows a log record (its last unindented
+    line), or "" when none follows."""
+    block: list[str] = []
+    for line in after:
+        if _RECORD.match(line):
+            break
+        block.append(line)
+    if not block or not block[0].startswith("Traceback"):
+        return ""
+    last = [line for line in block if line.strip() and not line[0].isspace()]
+    return last[-1].strip() if last else ""
 
 
 @dataclass
@@ -55,6 +96,12 @@ class ReferenceEngine:
     def __init__(self, setup: EngineSetup) -> None:
         self.setup = setup
         self.journal = setup.workdir / "journal.db"
+        self.token_file = setup.token_file or setup.workdir / "token"
+        """The deployment's token: the ledger's and the server's, for workers and clients."""
+        self.approver_token_file = setup.workdir / "approver-token"
+        """The token whose holder may approve and reject calls: the harness's clients."""
+        ensure_token(self.token_file)
+        self.approver_token = ensure_token(self.approver_token_file)
         self.port = 0
         self.server: Managed | None = None
         self.started: list[Managed] = []
@@ -98,11 +145,19 @@ class ReferenceEngine:
     # -- the server ----------------------------------------------------------------------------
 
     def start_server(self) -> None:
-        """Start the server on its journal, on the port it had once it had one (D-8)."""
+        """Start the server on its journal, on the port it had once it had one (D-8); not
+        again after its executor failed (`ExecutorFailure`)."""
+        self._check_failure()
         self.server = self._spawn("serve", [
             "--journal", str(self.journal), "--host", self.setup.host, "--port", str(self.port),
+            "--token-file", str(self.token_file),
+            "--approver-token-file", str(self.approver_token_file),
             "--executor", self.setup.executor, *config_argv(self.setup.config)])
-        self.server.wait_ready(READY)
+        try:
+            self.server.wait_ready(READY)
+        except SpecError:
+            self._check_failure()
+            raise
         self.port = int(self.server.info["port"])
 
     def kill_server(self) -> None:
@@ -111,7 +166,19 @@ class ReferenceEngine:
         self.loop.drain()
 
     def server_alive(self) -> bool:
-        return self.server is not None and self.server.alive
+        """Whether the server runs; `ExecutorFailure` when it stopped because its executor
+        failed."""
+        if self.server is not None and self.server.alive:
+            return True
+        self._check_failure()
+        return False
+
+    def _check_failure(self) -> None:
+        """Raise `ExecutorFailure` if the latest server is gone because its executor failed."""
+        if self.server is not None and not self.server.alive:
+            failure = executor_failure(self.server)
+            if failure is not None:
+                raise failure
 
     # -- workers -------------------------------------------------------------------------------
 
@@ -122,14 +189,27 @@ class ReferenceEngine:
         wid = f"w{self._count}"
         process = self._spawn("worker", [
             "--server", f"{self.setup.host}:{port}", "--ledger", self.setup.ledger,
-            "--name", wid, "--slots", "1"])
+            "--token-file", str(self.token_file), "--name", wid, "--slots", "1"])
         worker = _Worker(WorkerRef(wid, (), process.pid), process, proxy)
         self._workers[wid] = worker
         return worker
 
     def _ready(self, worker: _Worker) -> WorkerRef:
-        worker.process.wait_ready(READY)
-        worker.ref = WorkerRef(worker.ref.id, tuple(worker.process.names), worker.process.pid)
+        """Wait until the worker serves; a server that stops meanwhile because its executor
+        failed ends the wait with `ExecutorFailure`."""
+        process = worker.process
+        deadline = time.monotonic() + READY
+        while (process.alive and time.monotonic() < deadline
+               and READY_PREFIX not in process.output()):
+            if not self.server_alive():
+                break
+            time.sleep(WATCH)
+        try:
+            process.wait_ready(max(0.0, deadline - time.monotonic()))
+        except SpecError:
+            self._check_failure()
+            raise
+        worker.ref = WorkerRef(worker.ref.id, tuple(process.names), process.pid)
         return worker.ref
 
     def start_worker(self) -> WorkerRef:
@@ -188,12 +268,15 @@ class ReferenceEngine:
                 self._watch.handed(attempt, pipe.worker)))
 
     def client(self) -> SessionAPI:
-        return AsyncClient(self.setup.host, self.port, connect_timeout=CONNECT_TIMEOUT,
-                           request_timeout=REQUEST_TIMEOUT)
+        return AsyncClient(self.setup.host, self.port, token=self.approver_token,
+                           connect_timeout=CONNECT_TIMEOUT, request_timeout=REQUEST_TIMEOUT)
 
     def server_log(self) -> ServerLog:
         journal = read_journal(self.journal) if self.journal.exists() else []
-        return server_log(journal, self.go_aheads, self.hellos, self.starts, self.finishes)
+        log = server_log(journal, self.go_aheads, self.hellos, self.starts, self.finishes)
+        log.executor_failures = [failure for process in self.started if process.role == "serve"
+                                 if (failure := executor_failure(process)) is not None]
+        return log
 
     # -- stopping ------------------------------------------------------------------------------
 

@@ -9,6 +9,11 @@ The drain stops the faults, heals everything and lets every call reach a record;
 then runs twice for every session, every session's snapshot is read once more, and the run
 waits for every tool run still going to end, so the eventually-properties are judged on a
 quiescent run (E-EVERY-CALL-RECORDED, E-RECONCILE-ONCE).
+
+When the engine's server stops because the executor under test failed (`ExecutorFailure`), the
+run stops there: the result names the executor and quotes the server log's line, the history so
+far is judged on the always-properties only (the run never became quiescent), and the run's
+files are kept, their directory printed, so the logs can be read.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from atmostonce.chaos.engine import (
     CutMode,
     Engine,
     EngineSetup,
+    ExecutorFailure,
     ServerLog,
     built,
     load_engine,
@@ -42,6 +48,7 @@ from atmostonce.check.protocol import ExecutorConfig
 from atmostonce.executor.runtime.ledger_client import LedgerClient, Run, Write
 from atmostonce.executor.runtime.loop import LoopThread
 from atmostonce.executor.runtime.processes import Managed, spawn
+from atmostonce.executor.runtime.tokens import ensure_token
 from atmostonce.executor.runtime.wire import LOOPBACK
 from atmostonce.reconcile import ledger_check
 from atmostonce.sim.stats import RunStats, Totals, run_stats
@@ -87,8 +94,8 @@ class ChaosOptions:
     sessions: int = 0
     """Sessions running at a time; 0 for four per worker."""
     workdir: Path | None = None
-    """Where to keep the run's files (journal, ledger, logs); a temporary directory that is
-    removed afterwards when None."""
+    """Where to keep the run's files (journal, ledger, logs); when None, a temporary directory
+    that is removed afterwards, unless the executor under test failed (then it is kept)."""
 
     def check(self) -> None:
         """SpecError, one line, for options no run can have."""
@@ -147,6 +154,11 @@ class ChaosResult:
     seconds: float
     drained: bool
     errors: list[str] = field(default_factory=list)
+    executor_failures: list[ExecutorFailure] = field(default_factory=list)
+    """Each time the engine's server stopped because the executor under test failed."""
+    kept: Path | None = None
+    """Where the run's files (journal, ledger, every process's log) were kept, when the
+    executor failed and the directory would otherwise have been removed."""
 
     @property
     def double_runs(self) -> tuple[DoubleRun, ...]:
@@ -165,7 +177,18 @@ class ChaosResult:
 
     @property
     def ok(self) -> bool:
-        return not self.violations and not self.lost and not self.errors
+        return (not self.violations and not self.lost and not self.errors
+                and not self.executor_failures)
+
+    def failure_lines(self) -> list[str]:
+        """One line per failure of the executor under test, and where the files are."""
+        lines = [f"the executor under test {self.options.executor} failed in the server: "
+                 f"{failure.quoted()} (server log {failure.log})"
+                 for failure in self.executor_failures]
+        if self.kept is not None:
+            lines.append(f"the run's files (journal, ledger, every process's log) are kept in "
+                         f"{self.kept}")
+        return lines
 
 
 @dataclass
@@ -181,6 +204,15 @@ class _Collected:
     pids: list[int] = field(default_factory=list)
     drained: bool = False
     errors: list[str] = field(default_factory=list)
+    failed: list[ExecutorFailure] = field(default_factory=list)
+    """Failures of the executor under test that stopped the run."""
+
+    def executor_failures(self) -> list[ExecutorFailure]:
+        """Every failure of the executor under test: those the server log lists, and any
+        that stopped the run without being listed there."""
+        listed = self.log.executor_failures
+        seen = {(f.line, f.log) for f in listed}
+        return [*listed, *(f for f in self.failed if (f.line, f.log) not in seen)]
 
 
 def run_chaos(options: ChaosOptions, say: Say = lambda line: None) -> ChaosResult:
@@ -200,25 +232,35 @@ def run_chaos(options: ChaosOptions, say: Say = lambda line: None) -> ChaosResul
     else:
         workdir.mkdir(parents=True, exist_ok=True)
     got = _Collected()
+    kept: Path | None = None
     try:
         _run(options, factory, workdir, got, say)
     finally:
-        if own:
+        if got.executor_failures():
+            kept = workdir
+            say(f"the executor under test failed: kept the run's files in {workdir}")
+        elif own:
             shutil.rmtree(workdir, ignore_errors=True)
     end = time.monotonic()
+    failures = got.executor_failures()
     config = options.config
     entries = build_history(got.obs, got.faults, got.log, got.runs, got.writes, config, end)
     history = History(config)
     for entry in entries:
         history.append(entry)
-    history.finish()
+    notes = list(got.log.notes)
+    if failures:
+        notes.append("the executor under test failed, so the run stopped before it was "
+                     "quiescent: the eventually-properties were not judged")
+    else:
+        history.finish()
     checker = history.checker
     stats = run_stats(checker.summaries(), checker.double_runs, checker.witnessed,
                       len(got.faults.restarts), len(entries), end - started)
     errors = got.errors + got.faults.errors + got.obs.errors
     return ChaosResult(options, got.engine, entries, list(history.violations),
                        lost_records(got.obs, got.log), stats, got.faults, got.obs,
-                       got.log.notes, got.pids, end - started, got.drained, errors)
+                       notes, got.pids, end - started, got.drained, errors, failures, kept)
 
 
 def _run(options: ChaosOptions, factory: Callable[[EngineSetup], Engine], workdir: Path,
@@ -227,27 +269,35 @@ def _run(options: ChaosOptions, factory: Callable[[EngineSetup], Engine], workdi
     engine: Engine | None = None
     io: LoopThread | None = None
     try:
+        token_file = workdir / "token"
+        token = ensure_token(token_file)
         ledger = spawn("ledger", ["--db", str(workdir / "ledger.db"), "--host", LOOPBACK,
-                                  "--port", "0"], workdir / "ledger.log")
+                                  "--port", "0", "--token-file", str(token_file)],
+                       workdir / "ledger.log")
         got.pids.append(ledger.pid)
         ledger.wait_ready(READY)
         port = int(ledger.info["port"])
         (workdir / "engine").mkdir(exist_ok=True)
         setup = EngineSetup(workdir / "engine", f"{LOOPBACK}:{port}", options.config,
-                            options.workers, options.executor)
+                            options.workers, options.executor, token_file=token_file)
         engine = built(factory, setup, options.engine)
-        try:
-            engine.start()
-        finally:
-            got.pids.extend(engine.pids())
         got.engine = engine.describe()
-        say(f"started the effect ledger (pid {ledger.pid}) and {got.engine}; pids "
-            f"{' '.join(str(p) for p in [ledger.pid, *engine.pids()])}")
-        io = LoopThread("atmostonce-chaos")
-        with LedgerClient(LOOPBACK, port) as ledger_client:
-            _drive(options, engine, io, port, ledger_client, got, say)
-            got.runs = ledger_client.runs()
-            got.writes = ledger_client.writes()
+        try:
+            try:
+                engine.start()
+            finally:
+                got.pids.extend(engine.pids())
+        except ExecutorFailure as failure:
+            _stopped(options, failure, got, say)
+        else:
+            got.engine = engine.describe()
+            say(f"started the effect ledger (pid {ledger.pid}) and {got.engine}; pids "
+                f"{' '.join(str(p) for p in [ledger.pid, *engine.pids()])}")
+            io = LoopThread("atmostonce-chaos")
+            with LedgerClient(LOOPBACK, port, token=token) as ledger_client:
+                _drive(options, engine, io, (port, token), ledger_client, got, say)
+                got.runs = ledger_client.runs()
+                got.writes = ledger_client.writes()
         engine.close()
         got.pids = sorted(set(got.pids) | set(engine.pids()))
         got.log = engine.server_log()
@@ -261,10 +311,11 @@ def _run(options: ChaosOptions, factory: Callable[[EngineSetup], Engine], workdi
             ledger.stop()
 
 
-def _drive(options: ChaosOptions, engine: Engine, io: LoopThread, port: int,
+def _drive(options: ChaosOptions, engine: Engine, io: LoopThread, ledger_at: tuple[int, str],
            ledger: LedgerClient, got: _Collected, say: Say) -> None:
-    """The agents and the nemesis for the duration, then the drain."""
-    check, close_check = io.call(lambda: ledger_check(LOOPBACK, port))
+    """The agents and the nemesis for the duration, then the drain; `ledger_at` is the
+    ledger's port and token, for the reconcile job's check."""
+    check, close_check = io.call(lambda: ledger_check(LOOPBACK, *ledger_at))
     sessions = options.sessions or 4 * options.workers
     agents = io.call(lambda: Agents(engine.client(), engine.client(), got.obs, options.config,
                                     options.seed, check, sessions))
@@ -301,9 +352,20 @@ def _drive(options: ChaosOptions, engine: Engine, io: LoopThread, port: int,
     except EngineFailed as failure:
         say(f"the engine failed ({failure}); stopping the run")
         io.call(agents.abandon.set)
+    except ExecutorFailure as failure:
+        _stopped(options, failure, got, say)
+        io.call(agents.abandon.set)
     io.call(close_check)
     running.cancel()
     io.run(agents.close(), timeout=10.0)
+
+
+def _stopped(options: ChaosOptions, failure: ExecutorFailure, got: _Collected,
+             say: Say) -> None:
+    """The engine's server stopped because the executor under test failed: note it, say it."""
+    got.failed.append(failure)
+    say(f"the executor under test {options.executor} failed in the server: {failure.quoted()}; "
+        "stopping the run")
 
 
 def _drain(options: ChaosOptions, nemesis: Nemesis, agents: Agents, io: LoopThread,

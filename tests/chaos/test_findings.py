@@ -23,6 +23,7 @@ from atmostonce.check.loading import DEFAULT_EXECUTOR
 from atmostonce.check.protocol import ExecutorConfig
 from atmostonce.executor.runtime.ledger_client import LedgerClient, Run
 from atmostonce.executor.runtime.processes import spawn
+from atmostonce.executor.runtime.tokens import ensure_token
 from atmostonce.spec.policy import EffectClass, ToolPolicy
 from atmostonce.spec.session import ToolCallFinished, ToolCallStatus
 from tests.runtime.conftest import gone
@@ -35,16 +36,18 @@ SESSION = "reset"
 @pytest.mark.clause("D-12", "TC-AMO-2", "TC-AMO-4")
 def test_no_run_goes_on_once_its_call_is_recorded_outcome_unknown_after_a_reset(
         tmp_path: Path) -> None:
-    ledger = spawn("ledger", ["--db", str(tmp_path / "ledger.db"), "--port", "0"],
-                   tmp_path / "ledger.log")
+    token_file = tmp_path / "token"
+    token = ensure_token(token_file)
+    ledger = spawn("ledger", ["--db", str(tmp_path / "ledger.db"), "--port", "0",
+                              "--token-file", str(token_file)], tmp_path / "ledger.log")
     (tmp_path / "engine").mkdir()
     engine: ReferenceEngine | None = None
     try:
         port = int(ledger.wait_ready(20.0)["port"])
         engine = ReferenceEngine(EngineSetup(tmp_path / "engine", f"127.0.0.1:{port}", CONFIG,
-                                             1, DEFAULT_EXECUTOR))
+                                             1, DEFAULT_EXECUTOR, token_file=token_file))
         engine.start()
-        with LedgerClient("127.0.0.1", port) as runs:
+        with LedgerClient("127.0.0.1", port, token=token) as runs:
             event, seen_at, ran = asyncio.run(reset_mid_run(engine, runs))
         assert event.status is ToolCallStatus.OUTCOME_UNKNOWN
         assert ran

@@ -78,12 +78,15 @@ def test_the_ledger_drops_a_repeated_key_only_for_a_keyed_service(cluster: Clust
               ("cancel_order", "k/t/2"), ("cancel_order", "k/t/2")]
 
     async def write_all() -> list[bool]:
-        ledger = AsyncLedger(*parse_address(cluster.ledger_address))
+        ledger = AsyncLedger(*parse_address(cluster.ledger_address), token=cluster.token,
+                             workers=("test",), incarnation="test")
         await ledger.connect()
-        answers = [await ledger.request({"op": "write", "worker": "test", "attempt": f"{k}#1",
-                                         "key": k, "tool": tool, "payload": "{}",
-                                         "deadline": None})
-                   for tool, k in writes]
+        answers = []
+        for n, (tool, k) in enumerate(writes):
+            run = {"worker": "test", "attempt": f"{k}#{n}", "key": k, "tool": tool}
+            await ledger.request({"op": "run_started", **run})
+            answers.append(await ledger.request({"op": "write", **run, "payload": "{}",
+                                                 "deadline": None}))
         ledger.close()
         return [bool(a["applied"]) for a in answers]
 
@@ -146,7 +149,7 @@ def test_two_worker_processes_with_one_name_never_share_a_worker_name(cluster: C
 
 
 def test_an_unreachable_server_is_a_one_line_error(cluster: Cluster) -> None:
-    with Client(LOOPBACK, 1, connect_timeout=0.2) as nobody, \
+    with Client(LOOPBACK, 1, token=cluster.token, connect_timeout=0.2) as nobody, \
             pytest.raises(ServerUnavailable) as caught:
         nobody.get_agent_snapshot("s")
     assert isinstance(caught.value, SpecError)

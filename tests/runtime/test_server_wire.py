@@ -20,7 +20,8 @@ from atmostonce.executor.runtime.client import AsyncClient
 from atmostonce.executor.runtime.durability import GroupCommit
 from atmostonce.executor.runtime.journal import open_journal, read_journal
 from atmostonce.executor.runtime.server import serve
-from atmostonce.executor.runtime.wire import READY_PREFIX, WIRE_VERSION, LineProtocol, connect
+from atmostonce.executor.runtime.tokens import read_token
+from atmostonce.executor.runtime.wire import READY_PREFIX, LineProtocol, connect, hello
 from atmostonce.spec.errors import SpecError
 from atmostonce.spec.policy import EffectClass, ToolPolicy
 from atmostonce.spec.session import ToolCallStatus
@@ -33,9 +34,16 @@ LIMIT = 10.0
 class Running:
     journal: Path
     port: int
+    token: str
+    approver_token: str
 
     def client(self) -> AsyncClient:
-        return AsyncClient("127.0.0.1", self.port)
+        return AsyncClient("127.0.0.1", self.port, token=self.approver_token)
+
+    async def worker(self, name: str) -> RawWorker:
+        worker = RawWorker()
+        await worker.connect(self.port, name, self.token)
+        return worker
 
 
 @asynccontextmanager
@@ -48,7 +56,8 @@ async def running_server(tmp_path: Path) -> AsyncIterator[Running]:
                                          json.loads(line[len(READY_PREFIX):]))))
     info = await asyncio.wait_for(ready, LIMIT)
     try:
-        yield Running(journal, int(info["port"]))
+        yield Running(journal, int(info["port"]), read_token(Path(info["token_file"])),
+                      read_token(Path(info["approver_token_file"])))
     finally:
         stop.set()
         assert await asyncio.wait_for(task, LIMIT) == 0
@@ -62,10 +71,9 @@ class RawWorker:
         self.conn: LineProtocol | None = None
         self.n = 0
 
-    async def connect(self, port: int, name: str) -> None:
+    async def connect(self, port: int, name: str, token: str) -> None:
         self.conn = await connect("127.0.0.1", port, lambda _, m: self.inbox.put_nowait(m))
-        self.send({"type": "hello", "wire": WIRE_VERSION, "role": "worker", "worker": name,
-                   "running": []})
+        self.send(hello("worker", token, worker=name, incarnation="test", running=[]))
         assert (await self.receive())["type"] == "welcome"
 
     def send(self, message: dict[str, Any]) -> int:
@@ -76,6 +84,15 @@ class RawWorker:
 
     async def receive(self) -> dict[str, Any]:
         return await asyncio.wait_for(self.inbox.get(), LIMIT)
+
+
+async def until(client: AsyncClient, figure: str, value: int) -> None:
+    """Wait until the server's stats show `figure` at `value`, within LIMIT."""
+    async def reached() -> None:
+        while (await client.stats())[figure] != value:
+            await asyncio.sleep(0.01)
+
+    await asyncio.wait_for(reached(), LIMIT)
 
 
 def entries_of(journal: Path, kind: str) -> list[dict[str, Any]]:
@@ -93,8 +110,7 @@ def test_the_hand_out_is_durable_before_the_go_ahead_reaches_the_worker(tmp_path
         async with running_server(tmp_path) as server:
             client = server.client()
             key = await ask_a_read(client)
-            worker = RawWorker()
-            await worker.connect(server.port, "w-1")
+            worker = await server.worker("w-1")
             n = worker.send({"type": "poll"})
             go = await worker.receive()
             handed = entries_of(server.journal, "handed")
@@ -114,9 +130,8 @@ def test_a_record_is_durable_before_its_event_or_snapshot_is_seen(tmp_path: Path
             await ask_a_read(client)
             stream = client.events("s", past=False)
             first = asyncio.ensure_future(anext(stream))
-            await asyncio.sleep(0.05)
-            worker = RawWorker()
-            await worker.connect(server.port, "w-1")
+            await until(client, "subscriptions", 1)
+            worker = await server.worker("w-1")
             worker.send({"type": "poll"})
             go = await worker.receive()
             worker.send({"type": "started", "attempt": go["attempt"]})
@@ -158,13 +173,12 @@ def test_an_idle_poll_is_held_until_work_comes_and_heartbeats_are_acknowledged(
         tmp_path: Path) -> None:
     async def scenario() -> None:
         async with running_server(tmp_path) as server:
-            worker = RawWorker()
-            await worker.connect(server.port, "w-1")
+            worker = await server.worker("w-1")
             n = worker.send({"type": "poll"})
             assert await worker.receive() == {"type": "no_work", "n": n}
             n = worker.send({"type": "poll"})
-            await asyncio.sleep(0.05)
             client = server.client()
+            await until(client, "parked_polls", 1)
             key = await ask_a_read(client)
             go = await worker.receive()
             assert (go["type"], go["n"], go["key"]) == ("go_ahead", n, key)

@@ -22,10 +22,14 @@ from typing import Any, TypeVar
 from atmostonce.executor.runtime import codec
 from atmostonce.executor.runtime.loop import LoopThread
 from atmostonce.executor.runtime.wire import (
-    WIRE_VERSION,
+    SERVER,
     LineProtocol,
     Message,
+    WrongPeer,
+    check_welcome,
     connect,
+    hello,
+    not_our_wire,
     unreachable,
 )
 from atmostonce.spec.errors import SpecError
@@ -53,15 +57,18 @@ Arguments = str | Mapping[str, Any]
 class AsyncClient:
     """One connection to the server, opened on first use and again after it was lost."""
 
-    def __init__(self, host: str, port: int, *, connect_timeout: float = 2.0,
+    def __init__(self, host: str, port: int, *, token: str, connect_timeout: float = 2.0,
                  request_timeout: float = 60.0) -> None:
         self.host = host
         self.port = port
+        self.token = token
+        self.approver = False
+        """Whether the server took this client's token for the approver's (set on connect)."""
         self.address = f"{host}:{port}"
         self.connect_timeout = connect_timeout
         self.request_timeout = request_timeout
         self._conn: LineProtocol | None = None
-        self._welcome: asyncio.Future[None] | None = None
+        self._welcome: asyncio.Future[Message] | None = None
         self._waiting: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self._subs: dict[str, asyncio.Queue[ToolCallFinished | None]] = {}
         self._ids = itertools.count(1)
@@ -95,12 +102,18 @@ class AsyncClient:
         self._welcome = loop.create_future()
         conn = await connect(self.host, self.port, self._on_message, self._on_close)
         self._conn = conn
-        conn.send({"type": "hello", "wire": WIRE_VERSION, "role": "client"})
+        conn.send(hello("client", self.token))
         try:
-            await asyncio.wait_for(asyncio.shield(self._welcome), self.connect_timeout)
+            answer = await asyncio.wait_for(asyncio.shield(self._welcome), self.connect_timeout)
         except TimeoutError:
+            self._welcome.cancel()
             conn.close()
-            raise OSError(f"no welcome within {self.connect_timeout} s") from None
+            raise OSError(f"no welcome within {self.connect_timeout:g} s") from None
+        except OSError:
+            if conn.garbled:
+                raise not_our_wire(conn.garbled, SERVER, self.address) from None
+            raise
+        self.approver = answer.get("approver") is True
 
     def _on_message(self, _: LineProtocol, message: Message) -> None:
         kind = message.get("type")
@@ -115,11 +128,11 @@ class AsyncClient:
             queue = self._subs.get(message.get("sub", ""))
             if queue is not None:
                 queue.put_nowait(codec.finished_of(message.get("event", {})))
-        elif kind == "welcome":
-            if self._welcome is not None and not self._welcome.done():
-                self._welcome.set_result(None)
-        elif kind == "error" and self._welcome is not None and not self._welcome.done():
-            self._welcome.set_exception(SpecError(str(message.get("error"))))
+        elif self._welcome is not None and not self._welcome.done():
+            try:
+                self._welcome.set_result(check_welcome(message, SERVER, self.address))
+            except WrongPeer as error:
+                self._welcome.set_exception(error)
 
     def _on_close(self, conn: LineProtocol) -> None:
         if conn is not self._conn:
@@ -244,10 +257,10 @@ async def _next_within(events: AsyncIterator[ToolCallFinished],
 class Client:
     """The blocking session API: the same calls as `AsyncClient`, run on a private loop."""
 
-    def __init__(self, host: str, port: int, *, connect_timeout: float = 2.0,
+    def __init__(self, host: str, port: int, *, token: str, connect_timeout: float = 2.0,
                  request_timeout: float = 60.0) -> None:
         self._loop = LoopThread("atmostonce-client")
-        self._client = AsyncClient(host, port, connect_timeout=connect_timeout,
+        self._client = AsyncClient(host, port, token=token, connect_timeout=connect_timeout,
                                    request_timeout=request_timeout)
         self.address = self._client.address
 

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from atmostonce import arguments
 from atmostonce.check.loading import DEFAULT_EXECUTOR, load_factory
 from atmostonce.check.protocol import Executor, ExecutorConfig, ExecutorFactory
 from atmostonce.executor.runtime.options import (
@@ -28,6 +29,10 @@ from atmostonce.executor.runtime.wire import LOOPBACK, parse_address, parse_port
 from atmostonce.spec.errors import SpecError
 
 EXIT_OK = 0
+GIVE_UP_AFTER = 60.0
+"""Seconds a worker keeps trying to reach a server or ledger that is gone, by default."""
+MAX_SLOTS = 256
+"""The most slots one worker process runs: each is a connection and a tool run of its own."""
 
 
 def register(subparsers: Any) -> None:
@@ -41,7 +46,7 @@ def register(subparsers: Any) -> None:
         "Exit 0 on SIGTERM/SIGINT, 1 when the journal cannot be written or the executor "
         "fails, 2 on bad input "
         "(a corrupt or foreign journal included).")
-    serve.add_argument("--journal", required=True, metavar="PATH",
+    serve.add_argument("--journal", required=True, type=arguments.output_file, metavar="PATH",
                        help="the journal file (created when missing)")
     serve.add_argument("--executor", default=DEFAULT_EXECUTOR, metavar="MODULE:FACTORY",
                        help="the executor the server drives: a factory taking an "
@@ -49,6 +54,13 @@ def register(subparsers: Any) -> None:
                        f"(default {DEFAULT_EXECUTOR})")
     _listen_arguments(serve)
     add_config_arguments(serve)
+    serve.add_argument("--token-file", type=Path, metavar="PATH",
+                       help="the deployment's token file, which workers and clients present "
+                       "(default: JOURNAL.token beside the journal, made with mode 0600 when "
+                       "missing)")
+    serve.add_argument("--approver-token-file", type=Path, metavar="PATH",
+                       help="the token file whose holder alone may approve or reject a call "
+                       "(default: JOURNAL.approver-token, made when missing)")
     serve.set_defaults(func=cmd_serve)
 
     worker = subparsers.add_parser(
@@ -60,10 +72,19 @@ def register(subparsers: Any) -> None:
     worker.add_argument("--server", required=True, metavar="HOST:PORT")
     worker.add_argument("--ledger", required=True, metavar="HOST:PORT")
     worker.add_argument("--name", default="worker", help="worker name prefix (default worker)")
-    worker.add_argument("--slots", type=int, default=1, metavar="N",
-                        help="tool runs at a time, each a worker of its own (default 1)")
-    worker.add_argument("--heartbeat-interval", type=float, default=None, metavar="S",
-                        help="seconds between heartbeats (default: a quarter of the lease)")
+    worker.add_argument("--slots", type=arguments.CountUpTo(MAX_SLOTS), default=1,
+                        metavar="N", help="tool runs at a time, each a worker of its own, at "
+                        f"most {MAX_SLOTS} (default 1)")
+    worker.add_argument("--heartbeat-interval", type=arguments.positive, default=None,
+                        metavar="S", help="seconds between heartbeats (default: a quarter of "
+                        "the lease)")
+    worker.add_argument("--token-file", required=True, type=Path, metavar="PATH",
+                        help="the server's token file (see serve --token-file)")
+    worker.add_argument("--ledger-token-file", type=Path, metavar="PATH",
+                        help="the ledger's token file (default: the --token-file)")
+    worker.add_argument("--give-up-after", type=arguments.positive, default=GIVE_UP_AFTER,
+                        metavar="S", help="exit 1 when the server or the ledger stays out of "
+                        f"reach this many seconds (default {GIVE_UP_AFTER:g})")
     add_tool_arguments(worker)
     worker.set_defaults(func=cmd_worker)
 
@@ -71,12 +92,17 @@ def register(subparsers: Any) -> None:
         "ledger", help="run the effect ledger service",
         description="Record every write the tools send (dropping a repeated key for keyed "
         "services) and every run's start and end: the ground truth of what ran.")
-    ledger.add_argument("--db", required=True, metavar="PATH", help="the ledger's SQLite file")
+    ledger.add_argument("--db", required=True, type=arguments.output_file, metavar="PATH",
+                        help="the ledger's SQLite file (created when missing)")
     _listen_arguments(ledger)
     ledger.add_argument("--keyed", action="append", default=[], metavar="TOOL",
-                        help="TOOL's service drops a repeated idempotency key")
+                        help="TOOL's service drops a repeated idempotency key (TOOL: one of "
+                        "the demo tools)")
     ledger.add_argument("--plain", action="append", default=[], metavar="TOOL",
                         help="TOOL's service applies every write")
+    ledger.add_argument("--token-file", type=Path, metavar="PATH",
+                        help="the token file workers and readers present (default: DB.token "
+                        "beside the file, made with mode 0600 when missing)")
     ledger.set_defaults(func=cmd_ledger)
 
     demo = subparsers.add_parser(
@@ -115,23 +141,32 @@ def _until_signalled(main: Callable[[asyncio.Event], Awaitable[int]]) -> int:
     return asyncio.run(runner())
 
 
-def _parent_exists(path: Path, what: str) -> Path:
-    if not path.parent.is_dir():
-        raise SpecError(f"{what} {path}: the directory {path.parent} does not exist")
-    return path
+def peer(text: str, flag: str) -> tuple[str, int]:
+    """The address of a process to connect to, `HOST:PORT`; SpecError naming `flag` for a
+    malformed one or port 0, which picks a free port only when listening."""
+    try:
+        host, port = parse_address(text)
+    except SpecError as error:
+        raise SpecError(f"{flag}: {error}") from None
+    if port == 0:
+        raise SpecError(f"{flag} {text}: port 0 only means 'any free port' when listening; "
+                        "give the port the process listens on")
+    return host, port
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from atmostonce.executor.runtime.server import serve
+    from atmostonce.executor.runtime.server import serve, token_files
 
     config = config_from_args(args)
+    port = parse_port(args.port)
     factory = load_factory(args.executor)
     _built(factory, config, args.executor)
-    journal = _parent_exists(Path(args.journal), "journal")
-    port = parse_port(args.port)
+    journal: Path = args.journal
     _logging("server")
+    tokens = token_files(journal)
+    tokens = (args.token_file or tokens[0], args.approver_token_file or tokens[1])
     return _until_signalled(lambda stop: serve(journal, args.host, port, config, stop,
-                                               _announce, factory))
+                                               _announce, factory, tokens))
 
 
 def _built(factory: ExecutorFactory, config: ExecutorConfig, path: str) -> Executor:
@@ -146,31 +181,41 @@ def _built(factory: ExecutorFactory, config: ExecutorConfig, path: str) -> Execu
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
+    from atmostonce.executor.runtime.tokens import read_token
     from atmostonce.executor.runtime.tools import behaviours
     from atmostonce.executor.runtime.worker import WorkerProcess
 
-    if args.heartbeat_interval is not None and args.heartbeat_interval <= 0:
-        raise SpecError(f"--heartbeat-interval must be positive, got {args.heartbeat_interval}")
-    process = WorkerProcess(parse_address(args.server), parse_address(args.ledger), args.name,
-                            args.slots, behaviours(args.duration, args.write_at, args.fail,
-                                                   args.stop_on_cancel),
-                            args.heartbeat_interval)
+    token = read_token(args.token_file)
+    ledger_token = read_token(args.ledger_token_file) if args.ledger_token_file else token
+    process = WorkerProcess(peer(args.server, "--server"), peer(args.ledger, "--ledger"),
+                            args.name, args.slots,
+                            behaviours(args.duration, args.write_at, args.fail,
+                                       args.stop_on_cancel),
+                            args.heartbeat_interval, token=token, ledger_token=ledger_token,
+                            give_up_after=args.give_up_after)
     _logging("worker")
     return _until_signalled(lambda stop: process.run(stop, _announce))
 
 
 def cmd_ledger(args: argparse.Namespace) -> int:
     from atmostonce.executor.runtime.ledger import serve_ledger, services_with
+    from atmostonce.executor.runtime.tools import TOOLS
 
-    for name in [*args.keyed, *args.plain]:
-        if not name or any(c.isspace() for c in name):
-            raise SpecError(f"tool name {name!r} must be non-empty, without white space")
-    db = _parent_exists(Path(args.db), "ledger")
+    for flag, tools in (("--keyed", args.keyed), ("--plain", args.plain)):
+        for name in tools:
+            if name not in TOOLS:
+                raise SpecError(f"{flag}: unknown tool {name!r} (the ledger serves the demo "
+                                f"tools: {', '.join(TOOLS)})")
+    both = sorted(set(args.keyed) & set(args.plain))
+    if both:
+        raise SpecError(f"tool {both[0]!r} is given both --keyed and --plain: its service "
+                        "either drops a repeated key or applies every write")
+    db: Path = args.db
     port = parse_port(args.port)
     services = services_with(args.keyed, args.plain)
     _logging("ledger")
     return _until_signalled(lambda stop: serve_ledger(db, args.host, port, services, stop,
-                                                      _announce))
+                                                      _announce, args.token_file))
 
 
 def _interrupt(signum: int, frame: object) -> None:

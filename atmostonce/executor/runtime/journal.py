@@ -12,7 +12,6 @@ group commit (D-5).
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import sqlite3
@@ -20,6 +19,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from atmostonce.executor.runtime import sqlite_file
 from atmostonce.spec.errors import SpecError
 
 Entry = dict[str, Any]
@@ -29,7 +29,6 @@ APPLICATION = "atmostonce-journal"
 FORMAT = 1
 APPLICATION_ID = 0x41544D4F
 """SQLite's application_id header field: 'ATMO'."""
-SQLITE_MAGIC = b"SQLite format 3\x00"
 
 _SCHEMA = (
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -49,21 +48,7 @@ def read_journal(path: Path) -> list[Entry]:
     path = Path(path)
     if not path.exists():
         return []
-    if not path.is_file():
-        raise _error(path, "not a regular file")
-    with path.open("rb") as handle:
-        head = handle.read(len(SQLITE_MAGIC))
-    if not head:
-        raise _error(path, "the file is empty, so it is not an atmostonce journal")
-    if head != SQLITE_MAGIC:
-        raise _error(path, "not an SQLite database, so not an atmostonce journal")
-    uri = f"{path.resolve().as_uri()}?mode=ro"
-    if not path.with_name(path.name + "-wal").exists():
-        uri += "&immutable=1"
-    try:
-        conn = sqlite3.connect(uri, uri=True)
-    except sqlite3.Error as error:
-        raise _error(path, f"cannot open it read-only: {error}") from None
+    conn = sqlite_file.open_read_only("journal", path)
     try:
         return _validated(path, conn)
     except sqlite3.Error as error:
@@ -73,9 +58,6 @@ def read_journal(path: Path) -> list[Entry]:
 
 
 def _validated(path: Path, conn: sqlite3.Connection) -> list[Entry]:
-    check = conn.execute("PRAGMA quick_check").fetchone()
-    if check is None or check[0] != "ok":
-        raise _error(path, f"the SQLite file is damaged: {check[0] if check else 'no answer'}")
     tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     if "meta" not in tables:
         raise _error(path, "a SQLite database without the atmostonce header (no meta table), "
@@ -136,13 +118,7 @@ def create_journal(path: Path) -> None:
 def lock_journal(path: Path) -> int:
     """An exclusive lock on the journal, held by the one server that writes it; released by
     the kernel when that process dies. Returns the descriptor that holds it."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
-        raise _error(path, "it is in use by another server") from None
-    return fd
+    return sqlite_file.lock("journal", path, "server")
 
 
 class JournalFile:

@@ -9,8 +9,13 @@ with which key (TC-REC-NOTRUN, TC-RCN-ASK). A write carries the worker's lease d
 shared monotonic clock and is refused once it has passed, so a worker cut off from the server
 cannot take effect after its lease (D-12).
 
-Wire format (newline-delimited JSON, no hello); requests with an `id` get
-`{"type": "reply", "id", "ok", "result" | "error"}`::
+Wire format: newline-delimited JSON. A connection opens with
+`{"type": "hello", "wire", "role": "worker" | "reader", "token", "workers": [NAME, ...],
+"incarnation"}` (a worker lists the names it speaks for, with its process's incarnation, and may
+log runs and write only for them; a name spoken for by another incarnation is refused; a reader
+only queries) and gets `{"type": "welcome", "service": "atmostonce-ledger"}`, or an error and a
+closed connection. Then requests with an `id` get `{"type": "reply", "id", "ok", "result" |
+"error"}`, each once what it changed is committed::
 
     {"op": "run_started", "worker", "attempt", "key", "tool"}
     {"op": "run_ended", "worker", "attempt", "end": "returned"|"tool_failed"|"stopped", "output"}
@@ -29,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import os
 import sqlite3
 import time
@@ -37,9 +43,21 @@ from pathlib import Path
 from typing import Any
 
 from atmostonce.check.services import Service
-from atmostonce.executor.runtime import codec
+from atmostonce.executor.runtime import codec, sqlite_file
+from atmostonce.executor.runtime.tokens import check_token, ensure_token, matches
 from atmostonce.executor.runtime.tools import SERVICES
-from atmostonce.executor.runtime.wire import LineProtocol, Message, listen, ready_line
+from atmostonce.executor.runtime.wire import (
+    LEDGER,
+    WIRE_VERSION,
+    LineProtocol,
+    Message,
+    bind,
+    listen,
+    peer,
+    ready_line,
+    refusal,
+    welcome,
+)
 from atmostonce.spec.errors import SpecError
 
 log = logging.getLogger("atmostonce.ledger")
@@ -49,15 +67,15 @@ FORMAT = "1"
 RUN_ENDS = ("returned", "tool_failed", "stopped")
 
 _SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS runs (id INTEGER PRIMARY KEY, worker TEXT NOT NULL, "
+    "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "CREATE TABLE runs (id INTEGER PRIMARY KEY, worker TEXT NOT NULL, "
     "attempt TEXT NOT NULL, key TEXT NOT NULL, tool TEXT NOT NULL, started REAL NOT NULL, "
     "ended REAL, end_kind TEXT, output TEXT, UNIQUE (worker, attempt))",
-    "CREATE TABLE IF NOT EXISTS writes (id INTEGER PRIMARY KEY, key TEXT NOT NULL, "
+    "CREATE TABLE writes (id INTEGER PRIMARY KEY, key TEXT NOT NULL, "
     "tool TEXT NOT NULL, worker TEXT NOT NULL, attempt TEXT NOT NULL, at REAL NOT NULL, "
     "applied INTEGER NOT NULL, fenced INTEGER NOT NULL, payload TEXT NOT NULL)",
-    "CREATE INDEX IF NOT EXISTS runs_by_key ON runs (key)",
-    "CREATE INDEX IF NOT EXISTS writes_by_key ON writes (key)",
+    "CREATE INDEX runs_by_key ON runs (key)",
+    "CREATE INDEX writes_by_key ON writes (key)",
 )
 _RUN_COLUMNS = "worker, attempt, key, tool, started, ended, end_kind, output"
 _WRITE_COLUMNS = "key, tool, worker, attempt, at, applied, fenced, payload"
@@ -76,38 +94,38 @@ def _write_json(row: tuple[Any, ...]) -> dict[str, Any]:
 
 
 class LedgerStore:
-    """The ledger's SQLite file and the services' rules."""
+    """The ledger's SQLite file and the services' rules. An existing file is locked against a
+    second ledger and must pass SQLite's integrity check and carry the ledger's header before
+    anything writes to it; a missing one is made whole under a temporary name and linked into
+    place. Every problem is a one-line SpecError and leaves the file as it was."""
 
     def __init__(self, path: Path, services: Mapping[str, Service]) -> None:
         self.path = Path(path)
         self.services = dict(services)
-        existed = self.path.exists() and self.path.stat().st_size > 0
+        created = _create(self.path) if not self.path.exists() else None
+        if created is None:
+            created = sqlite_file.lock("ledger", self.path, "ledger")
+            try:
+                _check_header(self.path)
+            except BaseException:
+                os.close(created)
+                raise
+        self._lock = created
         try:
             self.conn = sqlite3.connect(self.path, isolation_level=None)
-            if existed:
-                self._check_header()
             self.conn.execute("PRAGMA journal_mode = WAL")
             self.conn.execute("PRAGMA synchronous = NORMAL")
-            for statement in _SCHEMA:
-                self.conn.execute(statement)
-            self.conn.executemany("INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)",
-                                  [("application", APPLICATION), ("format", FORMAT)])
         except sqlite3.Error as error:
+            os.close(self._lock)
             raise SpecError(f"ledger {self.path}: cannot use it: {error}") from None
         self.applied: dict[tuple[str, str], int] = {}
         for tool, key, count in self.conn.execute(
                 "SELECT tool, key, COUNT(*) FROM writes WHERE applied GROUP BY tool, key"):
             self.applied[(tool, key)] = count
+        self.started: set[tuple[str, str]] = set(self.conn.execute(
+            "SELECT worker, attempt FROM runs"))
         self._dirty = False
         self.conn.execute("BEGIN")
-
-    def _check_header(self) -> None:
-        tables = {r[0] for r in self.conn.execute(
-            "SELECT name FROM sqlite_master WHERE type='table'")}
-        meta = dict(self.conn.execute("SELECT key, value FROM meta")) if "meta" in tables else {}
-        if meta.get("application") != APPLICATION or meta.get("format") != FORMAT:
-            self.conn.close()
-            raise SpecError(f"ledger {self.path}: not an atmostonce ledger (format {FORMAT})")
 
     def service(self, tool: str) -> Service:
         return self.services.get(tool, Service.PLAIN)
@@ -115,6 +133,7 @@ class LedgerStore:
     def run_started(self, worker: str, attempt: str, key: str, tool: str, at: float) -> None:
         self.conn.execute("INSERT OR IGNORE INTO runs (worker, attempt, key, tool, started) "
                           "VALUES (?, ?, ?, ?, ?)", (worker, attempt, key, tool, at))
+        self.started.add((worker, attempt))
         self._dirty = True
 
     def run_ended(self, worker: str, attempt: str, end: str, output: str, at: float) -> None:
@@ -125,7 +144,12 @@ class LedgerStore:
 
     def write(self, worker: str, attempt: str, key: str, tool: str, payload: str, at: float,
               deadline: float | None) -> dict[str, Any]:
-        """Apply or drop one write by the tool's service rule; refuse it after `deadline`."""
+        """Apply or drop one write by the tool's service rule; refuse it after `deadline`, and
+        refuse outright a write of a run whose start is not on record, so the ledger never
+        shows an effect before the run that made it."""
+        if (worker, attempt) not in self.started:
+            raise SpecError(f"a write of {attempt} at {worker}, whose run start is not on "
+                            "record: send run_started and wait for its reply first")
         mark = (tool, key)
         count = self.applied.get(mark, 0)
         fenced = deadline is not None and at > deadline
@@ -157,78 +181,227 @@ class LedgerStore:
     def close(self) -> None:
         self.commit()
         self.conn.execute("COMMIT")
+        self.abandon()
+
+    def abandon(self) -> None:
+        """Close without committing what is pending (after a failed write)."""
         self.conn.close()
+        os.close(self._lock)
 
 
 class LedgerService:
-    """Serves the ledger's wire protocol; commits after each burst of messages."""
+    """Serves the ledger's wire protocol; commits after each burst of messages. A connection
+    opens with a hello carrying the ledger's token; one without it is refused, logged, and
+    changes nothing."""
 
-    def __init__(self, store: LedgerStore) -> None:
+    def __init__(self, store: LedgerStore, token: str,
+                 on_fatal: Callable[[str], None]) -> None:
         self.store = store
+        self.token = token
+        self.on_fatal = on_fatal
+        self.failure: str | None = None
+        self._replies: list[tuple[LineProtocol, Message]] = []
         self.loop = asyncio.get_running_loop()
         self._commit_soon = False
         self.connections: set[LineProtocol] = set()
-        self._ops: dict[str, Callable[[Message, float], dict[str, Any] | None]] = {
+        self.welcomed: dict[LineProtocol, frozenset[str]] = {}
+        """Each welcomed connection and the worker names it may speak for (none: a reader)."""
+        self.incarnations: dict[str, str] = {}
+        """Each worker name spoken for, and the incarnation of the process that spoke first."""
+        self._ops: dict[str, Callable[[Message, float, frozenset[str]], dict[str, Any] | None]]
+        self._ops = {
             "run_started": self._run_started,
             "run_ended": self._run_ended,
             "write": self._write,
-            "runs": lambda m, _: {"runs": self.store.runs(_key(m))},
-            "writes": lambda m, _: {"writes": self.store.writes(_key(m))},
+            "runs": lambda m, _, __: {"runs": self.store.runs(_key(m))},
+            "writes": lambda m, _, __: {"writes": self.store.writes(_key(m))},
             "lookup": self._lookup,
         }
 
     def connection(self) -> LineProtocol:
-        conn = LineProtocol(self._on_message, self.connections.discard)
+        conn = LineProtocol(self._on_message, self._on_close)
         self.connections.add(conn)
         return conn
 
+    def _on_close(self, conn: LineProtocol) -> None:
+        self.connections.discard(conn)
+        self.welcomed.pop(conn, None)
+
+    def _on_hello(self, conn: LineProtocol, message: Message) -> None:
+        if message.get("type") != "hello" or message.get("wire") != WIRE_VERSION:
+            reason = f"expected a hello speaking {WIRE_VERSION}, got {str(message)[:200]}"
+        elif message.get("role") not in ("worker", "reader"):
+            reason = f"hello role must be 'worker' or 'reader', got {message.get('role')!r:.100}"
+        elif not matches(message.get("token"), self.token):
+            reason = "a hello without the right token"
+        elif message.get("role") == "worker" and not _names(message.get("workers")):
+            reason = "a worker hello must list the worker names it speaks for ('workers')"
+        elif message.get("role") == "worker" and (taken := self._taken(message)):
+            reason = f"worker name {taken[:100]!r} belongs to another worker process"
+        else:
+            names = _names(message.get("workers")) if message.get("role") == "worker" else ()
+            for name in names:
+                self.incarnations.setdefault(name, str(message.get("incarnation")))
+            self.welcomed[conn] = frozenset(names)
+            conn.send(welcome(LEDGER))
+            return
+        log.warning("refused a connection from %s: %s", peer(conn), reason)
+        conn.part(refusal(LEDGER, f"refused: {reason}"), reason)
+
+    def _taken(self, message: Message) -> str | None:
+        """A name the hello lists that another incarnation has spoken for, if any."""
+        incarnation = message.get("incarnation")
+        for name in _names(message.get("workers")):
+            known = self.incarnations.get(name)
+            if known is not None and not matches(incarnation, known):
+                return name
+        if not isinstance(incarnation, str) or not incarnation:
+            return _names(message.get("workers"))[0]
+        return None
+
     def _on_message(self, conn: LineProtocol, message: Message) -> None:
+        """Handle one request; its reply waits, with every other reply of the burst and in
+        order, until what the burst changed is committed, so nobody is told of an effect the
+        ledger could still lose. A run's start is answered at once: the tool may start, and
+        any write it makes commits in the same transaction as the start or a later one."""
+        if self.failure is not None:
+            return
+        if conn not in self.welcomed:
+            self._on_hello(conn, message)
+            return
         request_id = message.get("id")
+        reply: Message
         try:
             op = message.get("op")
             handler = self._ops.get(op) if isinstance(op, str) else None
             if handler is None:
-                raise SpecError(f"unknown op {op!r} (known: {', '.join(self._ops)})")
-            result = handler(message, time.monotonic())
+                raise SpecError(f"unknown op {str(op)[:100]!r} (known: {', '.join(self._ops)})")
+            result = handler(message, time.monotonic(), self.welcomed[conn])
+            reply = {"type": "reply", "id": request_id, "ok": True, "result": result or {}}
         except SpecError as error:
-            if request_id is not None:
-                conn.send({"type": "reply", "id": request_id, "ok": False, "error": str(error)})
+            reply = {"type": "reply", "id": request_id, "ok": False, "error": str(error)}
+        except sqlite3.Error as error:
+            self._fail(error)
             return
+        if request_id is not None:
+            if op == "run_started":
+                conn.send(reply)
+            else:
+                self._replies.append((conn, reply))
         if not self._commit_soon:
             self._commit_soon = True
             self.loop.call_soon(self._commit)
-        if request_id is not None:
-            conn.send({"type": "reply", "id": request_id, "ok": True, "result": result or {}})
 
     def _commit(self) -> None:
         self._commit_soon = False
-        self.store.commit()
+        try:
+            self.store.commit()
+        except sqlite3.Error as error:
+            self._fail(error)
+            return
+        replies, self._replies = self._replies, []
+        for conn, reply in replies:
+            conn.send(reply)
 
-    def _run_started(self, m: Message, at: float) -> None:
-        self.store.run_started(codec.text(m, "worker"), codec.text(m, "attempt"),
+    def _fail(self, error: sqlite3.Error) -> None:
+        """The file cannot be written: nothing more is answered, and the ledger stops."""
+        self.failure = f"the ledger file cannot be written: {error}"
+        self._replies.clear()
+        self.on_fatal(self.failure)
+
+    def _run_started(self, m: Message, at: float, names: frozenset[str]) -> None:
+        self.store.run_started(_speaker(m, names), codec.text(m, "attempt"),
                                codec.text(m, "key"), codec.text(m, "tool"), at)
 
-    def _run_ended(self, m: Message, at: float) -> None:
+    def _run_ended(self, m: Message, at: float, names: frozenset[str]) -> None:
         end = codec.text(m, "end")
         if end not in RUN_ENDS:
-            raise SpecError(f"run end {end!r} is not one of {', '.join(RUN_ENDS)}")
-        self.store.run_ended(codec.text(m, "worker"), codec.text(m, "attempt"), end,
+            raise SpecError(f"run end {end!r:.100} is not one of {', '.join(RUN_ENDS)}")
+        self.store.run_ended(_speaker(m, names), codec.text(m, "attempt"), end,
                              codec.text(m, "output"), at)
 
-    def _write(self, m: Message, at: float) -> dict[str, Any]:
+    def _write(self, m: Message, at: float, names: frozenset[str]) -> dict[str, Any]:
         deadline = m.get("deadline")
         if deadline is not None and (isinstance(deadline, bool)
-                                     or not isinstance(deadline, int | float)):
-            raise SpecError(f"deadline must be a number or null, got {deadline!r}")
-        return self.store.write(codec.text(m, "worker"), codec.text(m, "attempt"),
+                                     or not isinstance(deadline, int | float)
+                                     or not math.isfinite(deadline)):
+            raise SpecError(f"deadline must be a finite number or null, got {deadline!r:.100}")
+        return self.store.write(_speaker(m, names), codec.text(m, "attempt"),
                                 codec.text(m, "key"), codec.text(m, "tool"),
                                 codec.text(m, "payload"), at, deadline)
 
-    def _lookup(self, m: Message, _: float) -> dict[str, Any]:
+    def _lookup(self, m: Message, _: float, __: frozenset[str]) -> dict[str, Any]:
         key = codec.text(m, "key")
         writes = self.store.writes(key)
         return {"key": key, "applied": sum(1 for w in writes if w["applied"]),
                 "writes": writes, "runs": self.store.runs(key)}
+
+
+def _check_header(path: Path) -> None:
+    conn = sqlite_file.open_read_only("ledger", path)
+    try:
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        meta = dict(conn.execute("SELECT key, value FROM meta")) if "meta" in tables else {}
+        missing = [t for t in ("runs", "writes") if t not in tables]
+    except sqlite3.Error as error:
+        raise SpecError(f"ledger {path}: the SQLite file is damaged: {error}") from None
+    finally:
+        conn.close()
+    if meta.get("application") != APPLICATION or meta.get("format") != FORMAT:
+        raise SpecError(f"ledger {path}: not an atmostonce ledger (format {FORMAT})")
+    if missing:
+        raise SpecError(f"ledger {path}: the header is there but table {missing[0]} is missing")
+
+
+def _create(path: Path) -> int | None:
+    """Make a new ledger at `path` and lock it; None when another process made one first."""
+    if not path.parent.is_dir():
+        raise SpecError(f"ledger {path}: the directory {path.parent} does not exist")
+    temp = path.with_name(f".{path.name}.{os.getpid()}.new")
+    temp.unlink(missing_ok=True)
+    try:
+        conn = sqlite3.connect(temp, isolation_level=None)
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("BEGIN")
+            for statement in _SCHEMA:
+                conn.execute(statement)
+            conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?)",
+                             [("application", APPLICATION), ("format", FORMAT)])
+            conn.execute("COMMIT")
+        finally:
+            conn.close()
+        lock = sqlite_file.lock("ledger", temp, "ledger")
+        try:
+            os.link(temp, path)
+        except FileExistsError:
+            os.close(lock)
+            return None
+        finally:
+            for leftover in (temp, temp.with_name(temp.name + "-wal"),
+                             temp.with_name(temp.name + "-shm")):
+                leftover.unlink(missing_ok=True)
+    except (sqlite3.Error, OSError) as error:
+        raise SpecError(f"ledger {path}: cannot create it: {error}") from None
+    return lock
+
+
+def _names(value: object) -> tuple[str, ...]:
+    """The worker names a hello lists, or () when it lists none or something else."""
+    if not isinstance(value, list) or not value:
+        return ()
+    if not all(isinstance(v, str) and v and not any(c.isspace() for c in v) for v in value):
+        return ()
+    return tuple(value)
+
+
+def _speaker(message: Message, names: frozenset[str]) -> str:
+    """The message's worker, which must be one this connection said it speaks for."""
+    worker = codec.text(message, "worker")
+    if worker not in names:
+        raise SpecError(f"this connection speaks for {', '.join(sorted(names)) or 'no worker'}, "
+                        f"not for {worker[:100]!r}")
+    return worker
 
 
 def _key(message: Message) -> str | None:
@@ -247,21 +420,45 @@ def services_with(keyed: list[str], plain: list[str]) -> dict[str, Service]:
     return table
 
 
+def token_file(db: Path) -> Path:
+    """Where a ledger on `db` keeps its token file unless told otherwise: beside it."""
+    return db.with_name(db.name + ".token")
+
+
 async def serve_ledger(db: Path, host: str, port: int, services: Mapping[str, Service],
-                       stop: asyncio.Event, announce: Callable[[str], None] | None = None
-                       ) -> int:
-    """Serve the ledger until `stop` is set; 0 on a clean stop."""
-    store = LedgerStore(db, services)
-    service = LedgerService(store)
+                       stop: asyncio.Event, announce: Callable[[str], None] | None = None,
+                       token: Path | None = None) -> int:
+    """Serve the ledger until `stop` is set; 0 on a clean stop, 1 when its file could not be
+    written. Its clients present the token
+    in `token` (default: beside the file, made when missing). The port is taken before the
+    file is opened or made, so a start that cannot have it leaves nothing behind."""
+    token = token or token_file(db)
+    sock = bind(host, port)
     try:
-        listener, bound_host, bound_port = await listen(service.connection, host, port)
-    except SpecError:
+        check_token(token)
+        store = LedgerStore(db, services)
+    except BaseException:
+        sock.close()
+        raise
+    try:
+        secret = ensure_token(token)
+    except BaseException:
+        sock.close()
         store.close()
         raise
+    failures: list[str] = []
+
+    def fatal(problem: str) -> None:
+        log.error("stopping: %s", problem)
+        failures.append(problem)
+        stop.set()
+
+    service = LedgerService(store, secret, fatal)
+    listener, bound_host, bound_port = await listen(service.connection, sock)
     log.info("ledger %s listening on %s:%s", db, bound_host, bound_port)
     if announce is not None:
         announce(ready_line("ledger", host=bound_host, port=bound_port, db=str(db),
-                            pid=os.getpid()))
+                            pid=os.getpid(), token_file=str(token)))
     try:
         await stop.wait()
     finally:
@@ -269,5 +466,8 @@ async def serve_ledger(db: Path, host: str, port: int, services: Mapping[str, Se
         for conn in list(service.connections):
             conn.close()
         await listener.wait_closed()
-        store.close()
-    return 0
+        if failures:
+            store.abandon()
+        else:
+            store.close()
+    return 1 if failures else 0

@@ -45,6 +45,7 @@ from atmostonce.check.protocol import ExecutorConfig
 from atmostonce.executor.runtime.client import AsyncClient, Client
 from atmostonce.executor.runtime.ledger_client import LedgerClient
 from atmostonce.executor.runtime.options import ToolOptions, config_argv
+from atmostonce.executor.runtime.tokens import ensure_token
 from atmostonce.executor.runtime.wire import LOOPBACK, READY_PREFIX
 from atmostonce.spec.errors import SpecError
 
@@ -205,6 +206,11 @@ class Cluster:
         self.die_with_parent = die_with_parent
         self.journal = self.workdir / "journal.db"
         self.ledger_db = self.workdir / "ledger.db"
+        self.token_file = self.workdir / "token"
+        """The deployment's token: the server's and the ledger's, for workers and clients."""
+        self.approver_token_file = self.workdir / "approver-token"
+        self.token = ensure_token(self.token_file)
+        self.approver_token = ensure_token(self.approver_token_file)
         self.ledger: Managed | None = None
         self.server: Managed | None = None
         self.workers: list[Managed] = []
@@ -238,14 +244,16 @@ class Cluster:
 
     def start_ledger(self) -> Managed:
         self.ledger = self._spawn("ledger", ["--db", str(self.ledger_db), "--host", self.host,
-                                             "--port", "0"])
+                                             "--port", "0", "--token-file",
+                                             str(self.token_file)])
         return self.ledger
 
     def start_server(self) -> Managed:
         """Start the server on its journal (and on its old port, once it had one)."""
         self.server = self._spawn("serve", [
             "--journal", str(self.journal), "--host", self.host,
-            "--port", str(self._server_port), *config_argv(self.config)])
+            "--port", str(self._server_port), "--token-file", str(self.token_file),
+            "--approver-token-file", str(self.approver_token_file), *config_argv(self.config)])
         self._server_port = int(self.server.info["port"])
         return self.server
 
@@ -253,6 +261,7 @@ class Cluster:
                      tools: ToolOptions | None = None, extra: Sequence[str] = ()) -> Managed:
         """One more worker process, connected to the server when this returns."""
         args = ["--server", self.server_address, "--ledger", self.ledger_address,
+                "--token-file", str(self.token_file),
                 "--name", name or f"w{len(self.workers) + 1}",
                 "--slots", str(slots or self.slots), *(tools or self.tools).argv(), *extra]
         if self.heartbeat_interval is not None:
@@ -287,16 +296,23 @@ class Cluster:
             raise SpecError("the ledger is not started")
         return f"{self.host}:{self.ledger.info['port']}"
 
-    def client(self, **options: Any) -> Client:
-        return Client(self.host, self._server_port, **options)
+    def client(self, *, approver: bool = True, **options: Any) -> Client:
+        """A client of the session API; with the approver's token unless `approver` is False,
+        when it holds the deployment token and may ask but not approve."""
+        return Client(self.host, self._server_port, token=self._client_token(approver),
+                      **options)
 
-    def async_client(self, **options: Any) -> AsyncClient:
-        return AsyncClient(self.host, self._server_port, **options)
+    def async_client(self, *, approver: bool = True, **options: Any) -> AsyncClient:
+        return AsyncClient(self.host, self._server_port, token=self._client_token(approver),
+                           **options)
+
+    def _client_token(self, approver: bool) -> str:
+        return self.approver_token if approver else self.token
 
     def ledger_client(self) -> LedgerClient:
         if self.ledger is None:
             raise SpecError("the ledger is not started")
-        return LedgerClient(self.host, int(self.ledger.info["port"]))
+        return LedgerClient(self.host, int(self.ledger.info["port"]), token=self.token)
 
     def worker_of(self, name: str) -> Managed:
         """The worker process that runs the worker called `name`."""

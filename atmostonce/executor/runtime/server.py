@@ -12,13 +12,27 @@ is durable (D-5, TC-REC-1); `StartTimer`/`StopTimer` are loop timers. On start t
 its journal and calls `recover` (D-8); connections never survive a restart, so attempts that
 were out at a worker are handled as lost to it.
 
+The executor runs inside `atmostonce.check.guard`: one that raises, or answers outside the
+protocol's types, may have changed half its state, so the server answers the request that led
+there with an error saying the executor failed, logs the failure (and its traceback), shows
+nothing the failed event led to, and stops with status 1; a restart recovers from what was
+durable. A SpecError the executor raises refuses its input and goes back to the sender.
+
 Wire format: newline-delimited JSON objects over TCP, one port for workers and clients. The
 first message says who is speaking::
 
-    {"type": "hello", "wire": "atmostonce-wire/1", "role": "worker", "worker": NAME,
-     "running": [ATTEMPT, ...], "n": N}          -> {"type": "welcome", "n": N}
-    {"type": "hello", "wire": "atmostonce-wire/1", "role": "client"}
-                                                   -> {"type": "welcome"}
+    {"type": "hello", "wire": "atmostonce-wire/2", "role": "worker", "token": T,
+     "worker": NAME, "incarnation": SECRET, "running": [ATTEMPT, ...], "n": N}
+                            -> {"type": "welcome", "service": "atmostonce-server", "n": N}
+    {"type": "hello", "wire": "atmostonce-wire/2", "role": "client", "token": T}
+                            -> {"type": "welcome", "service": "atmostonce-server",
+                                "approver": BOOL}
+
+A worker presents the deployment's token and the incarnation its process drew at start (a
+name already welcomed with another incarnation is refused); a client presents the deployment's
+token, or the approver's, which alone may send `answer`. A hello without the right token, or
+anything else first, gets {"type": "error", "service": "atmostonce-server", "error": ONE_LINE}
+and a closed connection, is logged, and changes nothing.
 
 A worker then sends (`n` counts the worker's messages on this connection)::
 
@@ -49,7 +63,8 @@ A client sends requests, each with its own `id`, and gets exactly one reply each
     {"id": I, "op": "snapshot", "session_id": S}     -> result {"snapshot": {...}}
     {"id": I, "op": "subscribe", "session_id": S, "sub": SUB, "past": BOOL}
     {"id": I, "op": "unsubscribe", "sub": SUB}
-    {"id": I, "op": "stats"}          -> result {"entries", "commits", "workers", ...}
+    {"id": I, "op": "stats"}          -> result {"entries", "commits", "workers",
+                                                 "parked_polls", "subscriptions", ...}
 
     replies: {"type": "reply", "id": I, "ok": true, "result": {...}}
              {"type": "reply", "id": I, "ok": false, "error": ONE_LINE}
@@ -64,13 +79,16 @@ one, with no gap and no repeat.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import logging
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
+from atmostonce.check import guard
+from atmostonce.check.guard import ProtocolBreach
 from atmostonce.check.protocol import (
     Answer,
     Ask,
@@ -105,19 +123,31 @@ from atmostonce.executor.runtime import codec
 from atmostonce.executor.runtime.durability import GroupCommit
 from atmostonce.executor.runtime.journal import Entry, open_journal
 from atmostonce.executor.runtime.timers import LoopTimers
+from atmostonce.executor.runtime.tokens import ServerTokens, check_token, ensure_token, matches
 from atmostonce.executor.runtime.wire import (
+    SERVER,
     WIRE_VERSION,
     LineProtocol,
     Message,
+    bind,
     listen,
+    peer,
     ready_line,
+    refusal,
+    welcome,
 )
 from atmostonce.spec.errors import SpecError
 from atmostonce.spec.keys import component_problem
+from atmostonce.spec.session import AgentSnapshot
 
 log = logging.getLogger("atmostonce.server")
 
 MAX_POLL_WAIT = 1.0
+
+
+class ExecutorFailed(Exception):
+    """The executor raised or broke the protocol; the server stops without showing anything
+    the failed event led to."""
 
 
 class WorkerLink:
@@ -138,13 +168,15 @@ class WorkerLink:
 
 
 class ClientLink:
-    """A client's connection: its id (which makes request ids unique) and its subscriptions."""
+    """A client's connection: its id (which makes request ids unique), whether it holds the
+    approver token, and its subscriptions."""
 
-    __slots__ = ("conn", "id", "subs")
+    __slots__ = ("approver", "conn", "id", "subs")
 
-    def __init__(self, conn: LineProtocol, link_id: int) -> None:
+    def __init__(self, conn: LineProtocol, link_id: int, approver: bool) -> None:
         self.conn = conn
         self.id = link_id
+        self.approver = approver
         self.subs: dict[str, str] = {}
         """Subscription id -> session id."""
 
@@ -163,9 +195,12 @@ class Server:
     """Carries events into the executor and its commands out (D-5, D-8, D-12)."""
 
     def __init__(self, executor: Executor, config: ExecutorConfig, commit: GroupCommit,
-                 offset: float, on_fatal: Callable[[BaseException], None]) -> None:
+                 offset: float, on_fatal: Callable[[BaseException], None],
+                 tokens: ServerTokens) -> None:
         self.executor = executor
+        self.tokens = tokens
         self.on_fatal = on_fatal
+        self.failure: str | None = None
         self.config = config
         self.commit = commit
         self.offset = offset
@@ -173,6 +208,8 @@ class Server:
         self.timers = LoopTimers(self.loop, self._timer_fired)
         self.poll_wait = min(MAX_POLL_WAIT, config.lease / 4)
         self.workers: dict[str, WorkerLink] = {}
+        self.incarnations: dict[str, str] = {}
+        """Each worker name this server has welcomed, and the incarnation it came with."""
         self.links: dict[LineProtocol, WorkerLink | ClientLink] = {}
         self.parked: dict[WorkerLink, None] = {}
         self.subscribers: dict[str, dict[tuple[ClientLink, str], None]] = {}
@@ -214,25 +251,41 @@ class Server:
     # -- the executor ----------------------------------------------------------------------------
 
     def feed(self, event: Event) -> None:
-        """Hand one event to the executor and carry out its commands. An executor that fails
-        on an event may have changed half its state, so the server stops (a restart recovers
-        from the journal); a SpecError is bad input and goes back to the sender."""
+        """Hand one event to the executor and carry out its commands. A SpecError is bad input
+        and goes back to the sender. An executor that raises, or answers with something that is
+        not a list of protocol commands, may have changed half its state, so the server stops
+        (a restart recovers from the journal) and `ExecutorFailed` tells the sender so; nothing
+        the failed event led to is shown to anyone."""
+        if self.failure is not None:
+            raise ExecutorFailed(f"{self.failure}; the server is stopping")
         try:
             commands = self.executor.handle(event)
-        except SpecError:
-            raise
+        except ProtocolBreach as breach:
+            _refused_input(breach)
+            self._fail(f"the executor failed: {breach}", breach.__cause__)
+        try:
+            self.carry_out(commands)
         except Exception as error:
-            log.exception("the executor failed on %r", event)
-            self.on_fatal(error)
-            return
-        self.carry_out(commands)
+            self._fail(f"the executor's commands for {type(event).__name__} cannot be carried "
+                       f"out: {type(error).__name__}: {error}", error)
         if self._work_maybe:
             self._repoll()
+
+    def _fail(self, line: str, error: BaseException | None = None) -> NoReturn:
+        """Stop the server for a failure of the executor: logged (with the traceback of the
+        exception behind it, if any), reported to whoever sent the event."""
+        log.error("%s", line, exc_info=error)
+        self.failure = line
+        self.on_fatal(ExecutorFailed(line))
+        raise ExecutorFailed(f"{line}; the server is stopping")
 
     def carry_out(self, commands: Sequence[Command]) -> None:
         carry = self._carry
         for command in commands:
-            carry[type(command)](command)
+            action = carry.get(type(command))
+            if action is None:
+                raise TypeError(f"{command!r:.200} is not a protocol command")
+            action(command)
 
     def _persist(self, command: Persist) -> None:
         self.commit.persist(command.entry)
@@ -246,7 +299,8 @@ class Server:
         self.timers.stop(command.timer)
 
     def _timer_fired(self, timer: str) -> None:
-        self.feed(TimerFired(self.clock(), timer))
+        with contextlib.suppress(ExecutorFailed):
+            self.feed(TimerFired(self.clock(), timer))
 
     def _go_ahead(self, command: GoAhead) -> None:
         link = self.workers.get(command.worker)
@@ -285,7 +339,10 @@ class Server:
             link = next(iter(self.parked))
             del self.parked[link]
             self._work_maybe = False
-            self.feed(Poll(self.clock(), link.name))
+            try:
+                self.feed(Poll(self.clock(), link.name))
+            except ExecutorFailed:
+                break
             if link in self.parked:
                 break
         self._work_maybe = False
@@ -339,28 +396,52 @@ class Server:
                 self._on_request(link, message)
             else:
                 self._on_hello(conn, message)
-        except SpecError as error:
+        except (SpecError, ExecutorFailed) as error:
             if isinstance(link, ClientLink):
                 self._send_error(link, message.get("id"), str(error))
             else:
-                conn.send({"type": "error", "error": str(error)})
-                conn.close(str(error))
+                conn.part(refusal(SERVER, str(error)), str(error))
 
     def _on_hello(self, conn: LineProtocol, message: Message) -> None:
+        """The first message of a connection: a hello in this wire version with a token that
+        gives its role. Anything else is refused with a one-line reason, logged, and changes
+        nothing."""
         if message.get("type") != "hello" or message.get("wire") != WIRE_VERSION:
-            raise SpecError(f"expected a hello speaking {WIRE_VERSION}, got {message!r:.200}")
+            self._refuse(conn, f"expected a hello speaking {WIRE_VERSION}, got "
+                         f"{str(message)[:200]}")
+            return
         role = message.get("role")
+        token = message.get("token")
         if role == "client":
-            self.links[conn] = ClientLink(conn, next(self._ids))
-            conn.send({"type": "welcome"})
+            approver = matches(token, self.tokens.approver)
+            if not approver and not matches(token, self.tokens.deployment):
+                self._refuse(conn, "a client hello without the right token")
+                return
+            self.links[conn] = ClientLink(conn, next(self._ids), approver)
+            conn.send(welcome(SERVER, approver=approver))
         elif role == "worker":
+            if not matches(token, self.tokens.deployment):
+                self._refuse(conn, "a worker hello without the right token")
+                return
             self._on_worker_hello(conn, message)
         else:
-            raise SpecError(f"hello role must be 'worker' or 'client', got {role!r}")
+            self._refuse(conn, f"hello role must be 'worker' or 'client', got {role!r:.100}")
+
+    def _refuse(self, conn: LineProtocol, reason: str) -> None:
+        log.warning("refused a connection from %s: %s", peer(conn), reason)
+        conn.part(refusal(SERVER, f"refused: {reason}"), reason)
 
     def _on_worker_hello(self, conn: LineProtocol, message: Message) -> None:
+        """A worker connects, or connects again: the same name must come with the same
+        incarnation (a secret each worker process draws at its start), so no other process
+        can take over a worker's name and, with it, its attempts."""
         name = codec.text(message, "worker", empty=False)
         running = codec.texts(message, "running")
+        incarnation = codec.text(message, "incarnation", empty=False)
+        known = self.incarnations.setdefault(name, incarnation)
+        if not matches(incarnation, known):
+            self._refuse(conn, f"worker name {name[:100]!r} belongs to another worker process")
+            return
         old = self.workers.get(name)
         if old is not None:
             self._unpark(old)
@@ -369,7 +450,8 @@ class Server:
         self.links[conn] = link
         self.workers[name] = link
         self.feed(Connected(self.clock(), name, running))
-        conn.send({"type": "welcome", "n": message.get("n", 0)})
+        answer = welcome(SERVER, n=message.get("n", 0))
+        self.commit.then(lambda: _send(conn, answer))
 
     def _on_close(self, conn: LineProtocol) -> None:
         link = self.links.pop(conn, None)
@@ -455,6 +537,11 @@ class Server:
         return request
 
     def _op_answer(self, link: ClientLink, request_id: object, message: Message) -> None:
+        if not link.approver:
+            log.warning("refused an answer from client %s at %s: no approver token", link.id,
+                        peer(link.conn))
+            raise SpecError("approving or rejecting a call needs the approver token; this "
+                            "connection holds the deployment token")
         key = codec.text(message, "key")
         approve = codec.flag(message, "approve")
         self.feed(Answer(self.clock(), self._waiting(link, request_id), key, approve))
@@ -464,9 +551,19 @@ class Server:
         text = codec.text(message, "text")
         self.feed(UserMessage(self.clock(), self._waiting(link, request_id), session_id, text))
 
+    def _snapshot(self, session_id: str) -> tuple[AgentSnapshot, dict[str, Any]]:
+        """The executor's snapshot of a session and its JSON; one the executor cannot give, or
+        gives in the wrong shape, is its failure."""
+        try:
+            snapshot = self.executor.snapshot(session_id)
+        except ProtocolBreach as breach:
+            _refused_input(breach)
+            self._fail(f"the executor failed: {breach}", breach.__cause__)
+        return snapshot, codec.snapshot_json(snapshot)
+
     def _op_snapshot(self, link: ClientLink, request_id: object, message: Message) -> None:
-        snapshot = self.executor.snapshot(codec.text(message, "session_id"))
-        self._when_durable(link, request_id, {"snapshot": codec.snapshot_json(snapshot)})
+        _, encoded = self._snapshot(codec.text(message, "session_id"))
+        self._when_durable(link, request_id, {"snapshot": encoded})
 
     def _op_subscribe(self, link: ClientLink, request_id: object, message: Message) -> None:
         session_id = codec.text(message, "session_id")
@@ -474,7 +571,7 @@ class Server:
         if sub in link.subs:
             raise SpecError(f"subscription {sub!r} already exists on this connection")
         past = codec.flag(message, "past", False)
-        replay = codec.recorded_events(self.executor.snapshot(session_id)) if past else []
+        replay = codec.recorded_events(self._snapshot(session_id)[0]) if past else []
 
         def start() -> None:
             if link.conn.closed:
@@ -499,7 +596,9 @@ class Server:
         self._send_result(link, request_id, {
             "entries": self.commit.durable, "commits": self.commit.commits,
             "committed_entries": self.commit.committed_entries,
-            "workers": sorted(self.workers), "timers": len(self.timers)})
+            "workers": sorted(self.workers), "timers": len(self.timers),
+            "parked_polls": len(self.parked),
+            "subscriptions": sum(len(subs) for subs in self.subscribers.values())})
 
     # -- shutdown --------------------------------------------------------------------------------
 
@@ -516,18 +615,49 @@ class Server:
 
 async def serve(journal: Path, host: str, port: int, config: ExecutorConfig,
                 stop: asyncio.Event, announce: Callable[[str], None] | None = None,
-                factory: ExecutorFactory = reference) -> int:
-    """Recover from the journal, listen, and serve until `stop` is set, running the executor
-    `factory` builds; 0 on a clean stop, 1 when the journal could not be written or the
-    executor failed. SpecError for a bad journal or bad options."""
+                factory: ExecutorFactory = reference,
+                tokens: tuple[Path, Path] | None = None) -> int:
+    """Take the port, recover from the journal, and serve until `stop` is set, running the
+    executor `factory` builds; 0 on a clean stop, 1 when the journal could not be written or
+    the executor failed (logged with its traceback). SpecError for a bad journal, bad options
+    or a port that cannot be had, which leaves the journal as it was (or absent). `tokens`
+    names the deployment's and the approver's token files (default: beside the journal, each
+    made when missing)."""
     loop = asyncio.get_running_loop()
-    executor = factory(config)
+    executor = guard.build(factory, config, json_entries=True)
+    deployment_file, approver_file = tokens or token_files(journal)
+    sock = bind(host, port)
+    try:
+        check_token(deployment_file)
+        check_token(approver_file)
+    except BaseException:
+        sock.close()
+        raise
 
     def recover(entries: list[Entry]) -> tuple[float, int, list[Command]]:
         offset = max(0.0, last_time(entries) - loop.time())
-        return offset, len(entries), executor.recover(entries, loop.time() + offset)
+        try:
+            commands = executor.recover(entries, loop.time() + offset)
+        except ProtocolBreach as breach:
+            _refused_input(breach)
+            raise ExecutorFailed(f"the executor failed: {breach}") from breach.__cause__
+        return offset, len(entries), commands
 
-    journal_file, (offset, recovered, commands) = open_journal(journal, recover)
+    try:
+        journal_file, (offset, recovered, commands) = open_journal(journal, recover)
+    except ExecutorFailed as error:
+        sock.close()
+        log.error("stopping: %s", error, exc_info=error.__cause__)
+        return 1
+    except BaseException:
+        sock.close()
+        raise
+    try:
+        accepted = ServerTokens(ensure_token(deployment_file), ensure_token(approver_file))
+    except BaseException:
+        sock.close()
+        journal_file.close()
+        raise
     failed: list[BaseException] = []
 
     def fatal(error: BaseException) -> None:
@@ -536,19 +666,23 @@ async def serve(journal: Path, host: str, port: int, config: ExecutorConfig,
         stop.set()
 
     commit = GroupCommit(journal_file, fatal)
-    server = Server(executor, config, commit, offset, fatal)
-    server.carry_out(commands)
-    await commit.drain()
+    server = Server(executor, config, commit, offset, fatal, accepted)
     try:
-        listener, bound_host, bound_port = await listen(server.connection, host, port)
-    except SpecError:
-        commit.close()
-        raise
+        server.carry_out(commands)
+    except Exception as error:
+        log.error("stopping: the executor's commands after recovery cannot be carried out: "
+                  "%s: %s", type(error).__name__, error, exc_info=error)
+        failed.append(error)
+        stop.set()
+    await commit.drain()
+    listener, bound_host, bound_port = await listen(server.connection, sock)
     log.info("listening on %s:%s, journal %s (%d entries recovered)", bound_host, bound_port,
              journal, recovered)
-    if announce is not None:
+    if announce is not None and not failed:
         announce(ready_line("server", host=bound_host, port=bound_port, journal=str(journal),
-                            pid=os.getpid(), recovered=recovered))
+                            pid=os.getpid(), recovered=recovered,
+                            token_file=str(deployment_file),
+                            approver_token_file=str(approver_file)))
     try:
         await stop.wait()
     finally:
@@ -559,5 +693,19 @@ async def serve(journal: Path, host: str, port: int, config: ExecutorConfig,
     return 1 if failed else 0
 
 
+def token_files(journal: Path) -> tuple[Path, Path]:
+    """Where a server on `journal` keeps its token files unless told otherwise: beside it."""
+    return (journal.with_name(journal.name + ".token"),
+            journal.with_name(journal.name + ".approver-token"))
+
+
+def _refused_input(breach: ProtocolBreach) -> None:
+    """An executor that raises a SpecError refuses its input as bad (a malformed request, a
+    journal it cannot recover from): that goes back to the sender, not a failure."""
+    if isinstance(breach.__cause__, SpecError):
+        raise breach.__cause__
+
+
 def _send(conn: LineProtocol, message: Message) -> None:
     conn.send(message)
+

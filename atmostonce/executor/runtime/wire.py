@@ -2,28 +2,85 @@
 
 One message is one JSON object on one line. `LineProtocol` turns a byte stream into messages
 and back, with a bound on the line length so a peer cannot make a process buffer without end;
-`connect` opens one, `listen` serves one port, `parse_address` reads `HOST:PORT` with a
-one-line SpecError.
+`connect` opens one, `bind` takes a port and `listen` serves it, `parse_address` reads
+`HOST:PORT` with a one-line SpecError.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
+import socket
 from collections.abc import Callable
 from typing import Any
 
 from atmostonce.spec.errors import SpecError
 
 Message = dict[str, Any]
-WIRE_VERSION = "atmostonce-wire/1"
+WIRE_VERSION = "atmostonce-wire/2"
+"""Version 2: every connection opens with a hello carrying a token, and every welcome or
+refusal names the service that sent it."""
 MAX_LINE = 4 * 1024 * 1024
+PARTING = 2.0
+"""Seconds a refused peer has to read the refusal before its connection is closed anyway."""
 LOOPBACK = "127.0.0.1"
 READY_PREFIX = "atmostonce-ready "
 """The line each runtime process prints on stdout once it serves, followed by a JSON object."""
 
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 _loads = json.JSONDecoder().decode
+
+
+SERVER = "atmostonce-server"
+LEDGER = "atmostonce-ledger"
+SERVICES = {SERVER: "the atmostonce server", LEDGER: "the effect ledger"}
+HELLO_TIMEOUT = 10.0
+"""Seconds a process waits for the answer to its hello before it counts the peer as silent."""
+
+
+class WrongPeer(SpecError):
+    """What answered at an address is not the service the caller was pointed at, or it refused
+    the caller: bad input that retrying cannot mend."""
+
+
+def hello(role: str, token: str, **fields: object) -> Message:
+    """The first message on every connection: who speaks, in which wire version, with which
+    token."""
+    return {"type": "hello", "wire": WIRE_VERSION, "role": role, "token": token, **fields}
+
+
+def welcome(service: str, **fields: object) -> Message:
+    return {"type": "welcome", "service": service, **fields}
+
+
+def refusal(service: str, error: str) -> Message:
+    return {"type": "error", "service": service, "error": error}
+
+
+def check_welcome(message: Message, service: str, address: str) -> Message:
+    """`message` if it is `service`'s welcome; WrongPeer naming what answered otherwise."""
+    wanted = SERVICES[service]
+    answered = message.get("service")
+    if message.get("type") == "welcome" and answered == service:
+        return message
+    if message.get("type") == "error" and answered == service:
+        raise WrongPeer(f"{wanted} at {address} refused the connection: "
+                        f"{str(message.get('error'))[:300]}")
+    if answered in SERVICES:
+        raise WrongPeer(f"{address} is {SERVICES[str(answered)]}, not {wanted}")
+    raise WrongPeer(f"{address} answered {str(message)[:120]!r}, which is not {wanted}")
+
+
+def not_our_wire(problem: str, service: str, address: str) -> WrongPeer:
+    """The peer at `address` sent bytes that are not this wire (`problem`, from LineProtocol)."""
+    return WrongPeer(f"{address} answered with {problem}, so it is not {SERVICES[service]}")
+
+
+def peer(conn: LineProtocol) -> str:
+    """The address a connection comes from, for logs."""
+    name = conn.transport.get_extra_info("peername") if conn.transport is not None else None
+    return f"{name[0]}:{name[1]}" if isinstance(name, tuple) and len(name) >= 2 else "?"
 
 
 def encode(message: Message) -> bytes:
@@ -35,20 +92,46 @@ def ready_line(role: str, **fields: object) -> str:
     return READY_PREFIX + json.dumps({"role": role, **fields}, separators=(",", ":"))
 
 
+def reason(error: BaseException) -> str:
+    """Why a connection failed, in the system's words ("Connection refused"), not asyncio's
+    ("Connect call failed ('127.0.0.1', 1)")."""
+    if isinstance(error, OSError) and error.errno:
+        return os.strerror(error.errno)
+    return str(error) or type(error).__name__
+
+
 def unreachable(what: str, address: str, error: OSError) -> str:
     """The one line saying `what` at `address` could not be reached, and why."""
-    return f"cannot reach {what} at {address}: {error.strerror or error}"
+    return f"cannot reach {what} at {address}: {reason(error)}"
 
 
-async def listen(factory: Callable[[], asyncio.Protocol], host: str, port: int
-                 ) -> tuple[asyncio.Server, str, int]:
-    """Serve connections on `host:port` (0: any free port); the listener and the address it
-    got. SpecError, one line, when the port cannot be had."""
+def bind(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on `host:port` (0: any free port), taken before a process creates
+    or opens any file, so a start that cannot have its port leaves nothing behind. SpecError,
+    one line, when the port or the host cannot be had."""
     try:
-        listener = await asyncio.get_running_loop().create_server(factory, host, port)
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                   flags=socket.AI_PASSIVE)
     except OSError as error:
         raise SpecError(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
-    bound = listener.sockets[0].getsockname()
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(128)
+    except OSError as error:
+        sock.close()
+        raise SpecError(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
+    sock.setblocking(False)
+    return sock
+
+
+async def listen(factory: Callable[[], asyncio.Protocol], sock: socket.socket
+                 ) -> tuple[asyncio.Server, str, int]:
+    """Serve connections on a socket from `bind`; the listener and the address it has."""
+    listener = await asyncio.get_running_loop().create_server(factory, sock=sock)
+    bound = sock.getsockname()
     return listener, str(bound[0]), int(bound[1])
 
 
@@ -80,7 +163,11 @@ class LineProtocol(asyncio.Protocol):
         self.on_close = on_close
         self.transport: asyncio.Transport | None = None
         self.closed = False
+        self.parting = False
+        """Set by `part`: what the peer still sends is read and dropped until it closes."""
         self.problem = ""
+        self.garbled = ""
+        """Set when the peer sent bytes that are not this wire: what was wrong with them."""
         self._buffer = b""
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -88,6 +175,8 @@ class LineProtocol(asyncio.Protocol):
         self.transport = transport
 
     def data_received(self, data: bytes) -> None:
+        if self.parting:
+            return
         buffer = self._buffer + data if self._buffer else data
         start = 0
         while not self.closed:
@@ -101,15 +190,19 @@ class LineProtocol(asyncio.Protocol):
             try:
                 message = _loads(line.decode())
             except (UnicodeDecodeError, ValueError):
-                self.close("a line that is not JSON")
+                self._garbled("a line that is not JSON")
                 return
             if not isinstance(message, dict):
-                self.close("a JSON line that is not an object")
+                self._garbled("a JSON line that is not an object")
                 return
             self.on_message(self, message)
         self._buffer = buffer[start:]
         if len(self._buffer) > MAX_LINE:
-            self.close(f"a line longer than {MAX_LINE} bytes")
+            self._garbled(f"a line longer than {MAX_LINE} bytes")
+
+    def _garbled(self, problem: str) -> None:
+        self.garbled = problem
+        self.close(problem)
 
     def send(self, message: Message) -> bool:
         """Queue `message`; False when the connection is already closed."""
@@ -117,6 +210,25 @@ class LineProtocol(asyncio.Protocol):
             return False
         self.transport.write(encode(message))
         return True
+
+    def part(self, message: Message, problem: str) -> None:
+        """Send `message` as the last word and close so that it arrives: stop taking input,
+        send end-of-file, read and drop what the peer still sends, and close when it closes or
+        after PARTING seconds (closing with unread input would reset the connection and could
+        lose the message)."""
+        if self.closed or self.transport is None or self.transport.is_closing():
+            self.close(problem)
+            return
+        self.send(message)
+        self.parting = True
+        if not self.problem:
+            self.problem = problem
+        if self.transport.can_write_eof():
+            self.transport.write_eof()
+        asyncio.get_running_loop().call_later(PARTING, self.close, problem)
+
+    def eof_received(self) -> bool:
+        return False
 
     def close(self, problem: str = "") -> None:
         if problem and not self.problem:

@@ -9,6 +9,14 @@ failure. A cancel request is passed on to the tool, which may go on (TC-AMO-3). 
 connection or a server restart the slot connects again once its run is over, and then delivers
 the run's result or failure as a late one (D-8, D-12).
 
+Every connection opens with a hello carrying the deployment's token and this process's
+incarnation, and counts only once the server's welcome names it (wire.check_welcome): a wrong
+peer (the ledger, something that does not speak this wire, a refusal) is bad input, exit 2. A
+peer out of reach gets one log line per attempt, with back-off, until `give_up_after` seconds,
+then exit 1. Every wait is bounded, and SIGTERM/SIGINT stop the process within a second in any
+state: idle slots at once, a run in hand when it ends or after STOP_GRACE, when the ledger hears
+that it was stopped. The run's start is on record at the ledger before the tool body starts.
+
 Self-fencing (D-12): a slot's lease runs from the moment it sent the latest message the server
 acknowledged. When a run is going and the lease has run out, the process exits at once with
 `os._exit(FENCED_EXIT)`, after telling the ledger its runs stopped; the lease is shorter than the
@@ -23,6 +31,7 @@ import asyncio
 import itertools
 import logging
 import os
+import secrets
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -32,11 +41,17 @@ from atmostonce.executor.runtime import codec
 from atmostonce.executor.runtime.ledger_client import AsyncLedger
 from atmostonce.executor.runtime.tools import Behaviour, Fenced, WriteResult, run_tool
 from atmostonce.executor.runtime.wire import (
-    WIRE_VERSION,
+    HELLO_TIMEOUT,
+    SERVER,
     LineProtocol,
     Message,
+    WrongPeer,
+    check_welcome,
     connect,
+    hello,
+    not_our_wire,
     ready_line,
+    reason,
 )
 from atmostonce.spec.errors import SpecError
 
@@ -44,8 +59,13 @@ log = logging.getLogger("atmostonce.worker")
 
 FENCED_EXIT = 3
 """The exit status of a worker that stopped its runs because its lease ran out (D-12)."""
-RECONNECT_FIRST = 0.05
-RECONNECT_MAX = 0.2
+RETRY_FIRST = 0.05
+RETRY_MAX = 0.5
+STOP_GRACE = 0.6
+"""Seconds a run in hand gets to end after SIGTERM/SIGINT before the worker stops it."""
+POLL_ANSWER = HELLO_TIMEOUT
+"""Seconds a poll may go unanswered (the server holds it at most a second) before the worker
+counts the connection as lost."""
 
 
 class Run:
@@ -93,6 +113,8 @@ class Slot:
         self.lease = 0.0
         self.anchor = 0.0
         self.welcomed = asyncio.Event()
+        self.session_open = False
+        """Whether the server welcomed this slot on its current connection."""
         self._numbers = itertools.count(1)
         self._sent: dict[int, float] = {}
         self._beat: asyncio.TimerHandle | None = None
@@ -133,7 +155,7 @@ class Slot:
             run = self.run
             if run is not None and run.attempt == message.get("attempt"):
                 run.cancelled.set()
-        elif kind == "error":
+        elif kind == "error" and self.session_open:
             log.warning("%s: the server says: %s", self.name, message.get("error"))
         else:
             self.inbox.put_nowait(message)
@@ -142,41 +164,51 @@ class Slot:
         if conn is self.conn:
             self.inbox.put_nowait(None)
 
-    async def _next(self) -> Message:
-        message = await self.inbox.get()
+    async def _next(self, within: float | None = None) -> Message:
+        """The next message from the server; ConnectionError when the connection goes, and
+        TimeoutError after `within` seconds."""
+        if within is None:
+            message = await self.inbox.get()
+        else:
+            async with asyncio.timeout(within):
+                message = await self.inbox.get()
         if message is None:
+            conn = self.conn
+            if conn is not None and conn.garbled and not self.session_open:
+                raise not_our_wire(conn.garbled, SERVER, self.process.server_address)
             raise ConnectionError("connection lost")
         return message
 
     # -- the slot's life ----------------------------------------------------------------------
 
     async def main(self) -> None:
-        delay = RECONNECT_FIRST
-        while not self.process.stopping or self.run is not None:
+        """Connect, work, and connect again after a loss, with back-off, until the process stops
+        this slot (by cancelling it), gives up, or meets a wrong peer (WrongPeer)."""
+        retry = Backoff()
+        while not (self.process.stopping and self.run is None):
             try:
-                self.inbox = asyncio.Queue()
-                self.conn = await connect(*self.process.server, self._on_message, self._on_close)
-            except OSError:
-                if self.process.stopping and (self.run is None or not self.run.going):
-                    return
-                await asyncio.sleep(delay)
-                delay = min(RECONNECT_MAX, delay * 2)
+                await self._connect()
+            except (OSError, ConnectionError, TimeoutError) as error:
+                self._close()
+                await self.process.wait_to_retry(self.name, "the atmostonce server",
+                                                 self.process.server_address, error, retry)
                 continue
-            delay = RECONNECT_FIRST
+            retry = Backoff()
             try:
                 await self._session()
             except ConnectionError as error:
                 log.info("%s: %s; connecting again", self.name, error)
-            except Exception:
-                log.exception("%s: the session failed; connecting again", self.name)
-                await asyncio.sleep(delay)
+            except TimeoutError:
+                log.info("%s: no answer from the server in time; connecting again", self.name)
             finally:
-                if self.conn is not None:
-                    self.conn.close()
-                self.conn = None
+                self._close()
             await self._outlive_run()
-            if self.process.stopping and self.run is None:
-                return
+
+    def _close(self) -> None:
+        self.session_open = False
+        if self.conn is not None:
+            self.conn.close()
+        self.conn = None
 
     async def _outlive_run(self) -> None:
         """Cut off from the server, a slot does not connect again while its run goes on: the
@@ -186,17 +218,28 @@ class Slot:
         if run is not None and run.going and run.task is not None:
             await asyncio.wait([run.task])
 
-    async def _session(self) -> None:
+    async def _connect(self) -> None:
+        """Open a connection and be welcomed by the server within HELLO_TIMEOUT; WrongPeer when
+        what answers is not the server or refuses this worker's token."""
+        self.inbox = asyncio.Queue()
+        self.conn = await connect(*self.process.server, self._on_message, self._on_close)
         run = self.run
-        self._send_numbered({"type": "hello", "wire": WIRE_VERSION, "role": "worker",
-                             "worker": self.name, "running": [run.attempt] if run else []})
-        welcome = await self._next()
-        while welcome.get("type") == "run_over":
-            welcome = await self._next()
-        if welcome.get("type") != "welcome":
-            raise ConnectionError(f"expected a welcome, got {welcome!r:.200}")
-        self._heard(welcome.get("n"))
+        self._send_numbered(hello("worker", self.process.token, worker=self.name,
+                                  incarnation=self.process.incarnation,
+                                  running=[run.attempt] if run else []))
+        answer = await self._next(HELLO_TIMEOUT)
+        while answer.get("type") == "run_over":
+            answer = await self._next(HELLO_TIMEOUT)
+        check_welcome(answer, SERVER, self.process.server_address)
+        self.session_open = True
+        self._heard(answer.get("n"))
         self.welcomed.set()
+
+    async def _session(self) -> None:
+        """Poll for work, run it, deliver its result. Every wait is bounded: a poll unanswered
+        within POLL_ANSWER seconds counts as a lost connection, and a run in hand ends by
+        itself or by the lease watchdog, which puts its end in the inbox or ends the
+        process."""
         while True:
             if self.run is not None:
                 if self.run.going:
@@ -208,9 +251,10 @@ class Slot:
             if self.process.stopping:
                 return
             n = self._send_numbered({"type": "poll"})
-            answer = await self._next()
+            deadline = time.monotonic() + POLL_ANSWER
+            answer = await self._next(POLL_ANSWER)
             while answer.get("type") not in ("go_ahead", "no_work") or answer.get("n") != n:
-                answer = await self._next()
+                answer = await self._next(max(0.0, deadline - time.monotonic()))
             self._heard(n)
             if answer.get("type") == "go_ahead":
                 self._start(answer)
@@ -233,13 +277,23 @@ class Slot:
                                   "server may have declared this worker lost, so it never runs")
         self.lease = float(lease)
         self.run = run
-        self.process.ledger.send({"op": "run_started", "worker": self.name,
-                                  "attempt": run.attempt, "key": run.key, "tool": run.tool})
         self._send_numbered({"type": "started", "attempt": run.attempt})
         self._schedule_beat()
         run.task = asyncio.create_task(self._execute(run))
+        run.task.add_done_callback(lambda task: self._ended(run, task))
 
     async def _execute(self, run: Run) -> None:
+        """Put the run's start on record at the ledger, and only then run the tool, so the
+        ledger never holds a write before the run that made it; a start the ledger did not
+        record means the tool did not run, which is the failure the call reports."""
+        try:
+            await self.process.ledger.request({
+                "op": "run_started", "worker": self.name, "attempt": run.attempt,
+                "key": run.key, "tool": run.tool})
+        except SpecError as error:
+            self._over(run, False, f"{run.tool} did not run: the effect ledger did not record "
+                       f"its start ({error})")
+            return
         try:
             ok, output = await run_tool(run.tool, run.arguments, run, self.process.behaviours)
         except Fenced:
@@ -251,6 +305,17 @@ class Slot:
         self.process.ledger.send({"op": "run_ended", "worker": self.name,
                                   "attempt": run.attempt,
                                   "end": "returned" if ok else "tool_failed", "output": output})
+        self._over(run, ok, output)
+
+    def _ended(self, run: Run, task: asyncio.Task[None]) -> None:
+        """A run's task that ended without a result (it raised, or was cancelled) still ends
+        the run, so the slot waiting for it never waits on."""
+        if run.going:
+            error = None if task.cancelled() else task.exception()
+            why = "cancelled" if error is None else f"{type(error).__name__}: {error}"
+            self._over(run, False, f"{run.tool} stopped by its worker: {why}")
+
+    def _over(self, run: Run, ok: bool, output: str) -> None:
         run.result = (ok, output)
         if self._beat is not None:
             self._beat.cancel()
@@ -282,25 +347,69 @@ class Slot:
         self._schedule_beat()
 
 
+class GaveUp(Exception):
+    """A peer stayed out of reach for longer than the process's give-up bound."""
+
+
+class Backoff:
+    """The delays between attempts to reach a peer: doubling from RETRY_FIRST up to RETRY_MAX,
+    and how long the peer has been out of reach."""
+
+    def __init__(self) -> None:
+        self.delay = RETRY_FIRST
+        self.since = time.monotonic()
+
+    def next(self) -> float:
+        delay = self.delay
+        self.delay = min(RETRY_MAX, self.delay * 2)
+        return delay
+
+
 class WorkerProcess:
     """The slots of one process, its ledger connection and its lease watchdog."""
 
     def __init__(self, server: tuple[str, int], ledger: tuple[str, int], name: str,
                  slots: int = 1, behaviours: Mapping[str, Behaviour] | None = None,
-                 heartbeat_interval: float | None = None) -> None:
+                 heartbeat_interval: float | None = None, *, token: str, ledger_token: str,
+                 give_up_after: float = 60.0) -> None:
         if slots < 1:
             raise SpecError(f"a worker needs at least one slot, got {slots}")
         if not name or any(c.isspace() for c in name):
             raise SpecError(f"worker name {name!r} must be non-empty, without white space")
+        if not give_up_after > 0:
+            raise SpecError(f"the give-up bound must be a positive number of seconds, got "
+                            f"{give_up_after!r}")
         self.server = server
-        self.ledger = AsyncLedger(*ledger)
+        self.server_address = f"{server[0]}:{server[1]}"
+        self.token = token
+        self.incarnation = secrets.token_urlsafe(16)
+        """Drawn once per process: the server takes this process's worker names only with it."""
         self.behaviours = dict(behaviours or {})
         self.heartbeat_interval = heartbeat_interval
+        self.give_up_after = give_up_after
         pid = os.getpid()
         names = [f"{name}-{pid}"] if slots == 1 else [f"{name}-{pid}-{i}" for i in range(slots)]
         self.names = names
+        self.ledger = AsyncLedger(*ledger, token=ledger_token, workers=tuple(names),
+                                  incarnation=self.incarnation)
         self.slots: list[Slot] = []
+        self._tasks: list[asyncio.Task[None]] = []
         self.stopping = False
+
+    async def wait_to_retry(self, who: str, what: str, address: str, error: BaseException,
+                            retry: Backoff) -> None:
+        """One line for a failed attempt to reach `what`, then the back-off delay; GaveUp once
+        it has been out of reach for the give-up bound, WrongPeer when it is not `what`."""
+        if isinstance(error, WrongPeer):
+            raise error
+        why = reason(error)
+        out_for = time.monotonic() - retry.since
+        if out_for >= self.give_up_after:
+            raise GaveUp(f"cannot reach {what} at {address} for {out_for:.1f} s: {why}")
+        delay = min(retry.next(), self.give_up_after - out_for)
+        log.warning("%s: cannot reach %s at %s: %s; trying again in %.2f s (giving up after "
+                    "%g s)", who, what, address, why, delay, self.give_up_after)
+        await asyncio.sleep(delay)
 
     def fence(self, reason: str) -> NoReturn:
         """Stop every run now by ending the process (D-12); the ledger hears it first."""
@@ -329,34 +438,82 @@ class WorkerProcess:
 
     async def run(self, stop: asyncio.Event,
                   announce: Callable[[str], None] | None = None) -> int:
-        """Work until `stop` is set, then finish the runs in hand and return 0."""
-        deadline = time.monotonic() + 10.0
+        """Work until `stop` is set, then stop within STOP_GRACE plus a little: idle slots at
+        once, runs in hand when they end or, at the latest, when the grace is over (the ledger
+        hears that they were stopped). 0 after a stop, 1 after giving up on a peer; WrongPeer
+        (bad input) when the server or the ledger is not what answers."""
+        work = asyncio.create_task(self._work(announce))
+        stopped = asyncio.create_task(stop.wait())
+        await asyncio.wait([work, stopped], return_when=asyncio.FIRST_COMPLETED)
+        if work.done():
+            stopped.cancel()
+            try:
+                return work.result()
+            except GaveUp as error:
+                print(f"atmostonce worker {' '.join(self.names)}: gave up: {error}",
+                      file=sys.stderr, flush=True)
+                return 1
+            finally:
+                self.ledger.close()
+        await self._stop(work)
+        return 0
+
+    async def _work(self, announce: Callable[[str], None] | None) -> int:
+        retry = Backoff()
         while True:
             try:
                 await self.ledger.connect()
                 break
-            except SpecError:
-                if time.monotonic() > deadline:
-                    raise
-                await asyncio.sleep(0.1)
+            except WrongPeer:
+                raise
+            except SpecError as error:
+                await self.wait_to_retry(' '.join(self.names), "the effect ledger",
+                                         self.ledger.address, error, retry)
         self.slots = [Slot(self, n) for n in self.names]
-        loop = asyncio.get_running_loop()
-        loop.call_later(0.02, self._watch)
-        tasks = [asyncio.create_task(s.main()) for s in self.slots]
+        asyncio.get_running_loop().call_later(0.02, self._watch)
+        self._tasks = [asyncio.create_task(s.main()) for s in self.slots]
         welcomed = asyncio.create_task(_all_set([s.welcomed for s in self.slots]))
-        stopped = asyncio.create_task(stop.wait())
-        await asyncio.wait([welcomed, stopped], return_when=asyncio.FIRST_COMPLETED)
-        if welcomed.done() and announce is not None:
-            announce(ready_line("worker", names=self.names, pid=os.getpid()))
-        await stopped
-        welcomed.cancel()
-        self.stopping = True
-        await asyncio.gather(*tasks, return_exceptions=True)
-        self.ledger.close()
+        pending: set[asyncio.Future[None]] = {welcomed, *self._tasks}
+        while pending:
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                if task is welcomed:
+                    if announce is not None:
+                        announce(ready_line("worker", names=self.names, pid=os.getpid()))
+                elif (failure := task.exception()) is not None:
+                    for other in pending:
+                        other.cancel()
+                    raise failure
         return 0
+
+    async def _stop(self, work: asyncio.Task[int]) -> None:
+        self.stopping = True
+        tasks = dict(zip(self.slots, self._tasks, strict=False))
+        for slot, task in tasks.items():
+            if slot.run is None:
+                task.cancel()
+        busy = [task for task in tasks.values() if not task.done()]
+        if busy:
+            await asyncio.wait(busy, timeout=STOP_GRACE)
+        notices = []
+        for slot in self.slots:
+            run = slot.run
+            if run is not None and run.going:
+                if run.task is not None:
+                    run.task.cancel()
+                notices.append(self.ledger.request({
+                    "op": "run_ended", "worker": slot.name, "attempt": run.attempt,
+                    "end": "stopped", "output": "stopped by its worker: the worker was told "
+                    "to stop"}))
+        if notices:
+            await asyncio.wait([asyncio.ensure_future(n) for n in notices], timeout=0.2)
+        work.cancel()
+        for task in tasks.values():
+            task.cancel()
+        await asyncio.gather(work, *tasks.values(), return_exceptions=True)
+        self.ledger.close()
 
 
 async def _all_set(events: list[asyncio.Event]) -> None:
     for event in events:
         await event.wait()
-
