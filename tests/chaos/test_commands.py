@@ -17,7 +17,7 @@ from atmostonce.chaos.engine import Engine, EngineSetup
 from atmostonce.chaos.reference import engine
 from atmostonce.check.protocol import ExecutorConfig
 from tests.chaos.conftest import ROOT, chaos
-from tests.runtime.conftest import gone
+from tests.runtime.conftest import gone, interruptible, patience
 
 
 @pytest.mark.parametrize(("args", "says"), [
@@ -51,7 +51,8 @@ def test_a_workdir_with_files_in_it_is_refused(tmp_path: Path) -> None:
 def test_ctrl_c_stops_the_run_and_cleans_up_every_process_and_file(tmp_path: Path) -> None:
     run = subprocess.Popen([sys.executable, "-m", "atmostonce", "chaos", "--duration", "60"],
                            cwd=ROOT, env={**os.environ, "TMPDIR": str(tmp_path)}, text=True,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           preexec_fn=interruptible)
     assert run.stderr is not None
     started = run.stderr.readline()
     found = re.search(r"; pids ([\d ]+)$", started.strip())
@@ -61,7 +62,7 @@ def test_ctrl_c_stops_the_run_and_cleans_up_every_process_and_file(tmp_path: Pat
     assert any(tmp_path.iterdir())
     time.sleep(2.0)
     run.send_signal(signal.SIGINT)
-    _, err = run.communicate(timeout=30)
+    _, err = run.communicate(timeout=30 * patience())
     assert run.returncode == 130, err
     assert "interrupted" in err
     pids += [int(p) for p in re.findall(r"pid (\d+)\)", err)]

@@ -4,6 +4,7 @@ stopped at the end of it) and small waits, each bounded in time."""
 from __future__ import annotations
 
 import os
+import signal
 import time
 from collections.abc import Callable, Iterator
 from typing import TypeVar
@@ -74,6 +75,13 @@ def finished(client: Client, session: str, call_id: str,
         if event.tool_call_id == call_id:
             return event
     raise AssertionError(f"no tool_call_finished for {call_id} within {limit:.3g} s")
+
+
+def interruptible() -> None:
+    """`preexec_fn` for a child a test stops with SIGINT: a test run started as a background
+    job of a script ignores SIGINT, and a child inherits that, so Python in it would never turn
+    Ctrl-C into KeyboardInterrupt; the child starts with SIGINT at its default instead."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def gone(pid: int) -> bool:

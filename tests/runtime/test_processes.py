@@ -16,7 +16,7 @@ import pytest
 from atmostonce.check.protocol import ExecutorConfig
 from atmostonce.executor.runtime.processes import Cluster
 from atmostonce.spec.errors import SpecError
-from tests.runtime.conftest import CONFIG, eventually, gone
+from tests.runtime.conftest import CONFIG, eventually, gone, interruptible, patience
 
 
 def test_close_stops_every_process_even_after_an_exception() -> None:
@@ -60,13 +60,14 @@ OWNER = textwrap.dedent("""
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGKILL])
 def test_nothing_outlives_an_interrupted_or_killed_owner(tmp_path: Path, signum: int) -> None:
     owner = subprocess.Popen([sys.executable, "-c", OWNER, str(tmp_path)],
-                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                             preexec_fn=interruptible)
     try:
         assert owner.stdout is not None
         pids = [int(pid) for pid in owner.stdout.readline().split()]
         assert len(pids) == 3
         owner.send_signal(signum)
-        owner.wait(timeout=10)
+        owner.wait(timeout=10 * patience())
         eventually("the children are gone", lambda: all(gone(pid) for pid in pids), 10)
     finally:
         if owner.poll() is None:
