@@ -26,7 +26,7 @@ from atmostonce.executor.runtime.processes import spawn
 from atmostonce.executor.runtime.tokens import ensure_token
 from atmostonce.spec.policy import EffectClass, ToolPolicy
 from atmostonce.spec.session import ToolCallFinished, ToolCallStatus
-from tests.runtime.conftest import gone
+from tests.runtime.conftest import gone, patience
 
 CONFIG = ExecutorConfig(heartbeat_timeout=2.5, lease=1.0, retry_backoff=0.2,
                         queue_timeout=10.0, run_timeout=30.0)
@@ -73,7 +73,7 @@ async def reset_mid_run(engine: ReferenceEngine, ledger: LedgerClient
         await client.open_session(SESSION)
         key = await client.ask(SESSION, "t1", "c1", "cancel_order",
                                json.dumps({"order_id": "9", "duration": 2.0}))
-        deadline = time.monotonic() + 10.0
+        deadline = time.monotonic() + 10.0 * patience()
         while not ledger.runs(key) and time.monotonic() < deadline:
             await asyncio.sleep(0.02)
         engine.cut(worker, CutMode.DROP)

@@ -25,9 +25,11 @@ from atmostonce.executor.runtime.wire import READY_PREFIX, LineProtocol, connect
 from atmostonce.spec.errors import SpecError
 from atmostonce.spec.policy import EffectClass, ToolPolicy
 from atmostonce.spec.session import ToolCallStatus
+from tests.runtime.conftest import patience
 
 CONFIG = ExecutorConfig(heartbeat_timeout=4.0, lease=2.0)
-LIMIT = 10.0
+LIMIT = 10.0 * patience()
+"""Seconds any one wait of these tests may take, more on a busy machine."""
 
 
 @dataclass

@@ -21,10 +21,11 @@ import pytest
 from atmostonce.executor.runtime.processes import Cluster
 from atmostonce.executor.runtime.wire import LOOPBACK
 from atmostonce.spec.policy import EffectClass, ToolPolicy
-from tests.runtime.conftest import CONFIG, eventually
+from tests.runtime.conftest import CONFIG, eventually, patience
 
-STOPPED_WITHIN = 1.0
-"""The bound the worker's stop must keep, from the signal to the process gone."""
+STOPPED_WITHIN = 1.0 * patience()
+"""The bound the worker's stop must keep, from the signal to the process gone: a second on an
+idle machine, more when other work shares the cores."""
 
 
 @pytest.fixture(scope="module")
