@@ -2,7 +2,7 @@
 path or saying, in one line, what it expected; comma-separated lists of known names; the parser
 that makes bad arguments bad input; and the run that turns bad input into one line and exit 2.
 Both entry points use them: `atmostonce` and the runtime's `python -m
-atmostonce.executor.runtime`."""
+atmostonce.runtime`."""
 
 from __future__ import annotations
 

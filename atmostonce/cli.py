@@ -158,7 +158,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_mutants(args: argparse.Namespace) -> int:
-    from atmostonce.check.mutants import EXECUTOR_MUTANTS
+    from atmostonce.executor.mutants import EXECUTOR_MUTANTS
     from atmostonce.model import mutants
 
     rows = [("model", m.name, m.clause, m.expect, m.summary) for m in mutants.MUTANTS]
@@ -205,7 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--executor", default="atmostonce.executor:reference",
                         metavar="MODULE:FACTORY",
                         help="the executor to check: a factory taking an ExecutorConfig and "
-                        "returning an atmostonce.check.protocol.Executor (default: the "
+                        "returning an atmostonce.spec.protocol.Executor (default: the "
                         "reference executor)")
     verify.add_argument("--layers", metavar="LIST",
                         help="comma-separated layers to run (default: all of them)")
@@ -277,7 +277,7 @@ def build_parser() -> argparse.ArgumentParser:
         "mutants", help="list the deliberately broken variants the checks must catch",
         description="Every mutant the package ships, one per line as KIND NAME: `model` ones "
         "for `atmostonce check --mutant NAME`, `executor` ones for `atmostonce verify "
-        "--executor atmostonce.check.mutants:NAME`.",
+        "--executor atmostonce.executor.mutants:NAME`.",
     )
     mutants.add_argument("-v", "--verbose", action="store_true",
                          help="add the clause each mutant breaks, the property that must "
@@ -295,7 +295,7 @@ def build_parser() -> argparse.ArgumentParser:
     diagrams.set_defaults(func=cmd_diagrams)
 
     from atmostonce.chaos.commands import register as register_chaos
-    from atmostonce.executor.runtime.commands import register as register_runtime
+    from atmostonce.runtime.commands import register as register_runtime
     from atmostonce.sim.commands import register as register_simulation
 
     register_simulation(sub)

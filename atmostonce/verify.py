@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from atmostonce.check import coverage, proofs
-from atmostonce.check.protocol import ExecutorFactory
+from atmostonce.spec.protocol import ExecutorFactory
 
 
 @dataclass

@@ -27,10 +27,10 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 
-from atmostonce.check.protocol import ExecutorConfig
-from atmostonce.executor.runtime.client import AsyncClient
-from atmostonce.executor.runtime.processes import Cluster
+from atmostonce.runtime.client import AsyncClient
+from atmostonce.runtime.processes import Cluster
 from atmostonce.spec.policy import EffectClass, ToolPolicy
+from atmostonce.spec.protocol import ExecutorConfig
 from atmostonce.spec.session import ToolCallStatus
 
 SESSION = "bench"

@@ -26,11 +26,11 @@ if not __package__:  # run as a script: measure this checkout, not an installed 
 
 from atmostonce.check.history import History
 from atmostonce.check.loading import DEFAULT_EXECUTOR, load_factory
-from atmostonce.check.protocol import Executor, ExecutorConfig
-from atmostonce.check.protocol import ExecutorFactory as Factory
 from atmostonce.sim.engine import scenario
 from atmostonce.sim.faults import profile as find_profile
 from atmostonce.sim.run import run_seed
+from atmostonce.spec.protocol import Executor, ExecutorConfig
+from atmostonce.spec.protocol import ExecutorFactory as Factory
 
 T = TypeVar("T")
 

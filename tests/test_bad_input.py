@@ -184,7 +184,7 @@ CASES: tuple[Case, ...] = (
          absent=("j.db",)),
     case("serve", "--journal", "j.db", "--lease", "10", "--heartbeat-timeout", "5",
          says="lease (10.0) must be shorter", absent=("j.db",)),
-    case("serve", "--journal", "j.db", "--executor", "atmostonce.check.mutants:nope",
+    case("serve", "--journal", "j.db", "--executor", "atmostonce.executor.mutants:nope",
          says="has no attribute 'nope'", absent=("j.db",)),
 
     case("worker", says="the following arguments are required: --server, --ledger"),
@@ -265,9 +265,9 @@ CASES: tuple[Case, ...] = (
          keeps=("full/left.txt",)),
     case("chaos", "--engine", "", says="malformed engine path ''"),
     case("chaos", "--engine", "no_such_module:engine", says="cannot import engine module"),
-    case("chaos", "--engine", "atmostonce.chaos.reference:nothing",
+    case("chaos", "--engine", "atmostonce.engines.reference:nothing",
          says="has no attribute 'nothing'"),
-    case("chaos", "--executor", "atmostonce.check.mutants:nope", says="has no attribute 'nope'"),
+    case("chaos", "--executor", "atmostonce.executor.mutants:nope", says="has no attribute 'nope'"),
 
     case("reconcile", says="the following arguments are required: --session"),
     case("reconcile", "--session", "s1", says="no address: pass --server HOST:PORT"),

@@ -78,7 +78,7 @@ def test_check_rejects_bad_bounds_with_one_line(args: list[str], message: str) -
 
 
 def test_mutants_lists_every_mutant_as_kind_and_name() -> None:
-    from atmostonce.check.mutants import EXECUTOR_MUTANTS
+    from atmostonce.executor.mutants import EXECUTOR_MUTANTS
     from atmostonce.model.mutants import MUTANTS
 
     done = run("mutants")

@@ -17,15 +17,15 @@ from pathlib import Path
 
 import pytest
 
-from atmostonce.chaos.proxy import DOWN, Proxy
-from atmostonce.check.protocol import ExecutorConfig
-from atmostonce.executor.runtime.client import Client
-from atmostonce.executor.runtime.ledger_client import LedgerClient
-from atmostonce.executor.runtime.loop import LoopThread
-from atmostonce.executor.runtime.processes import Cluster
-from atmostonce.reconcile import ReconcileRun, ledger_check, report_unknown_outcomes
+from atmostonce.engines.proxy import DOWN, Proxy
+from atmostonce.runtime.client import Client
+from atmostonce.runtime.ledger_client import LedgerClient
+from atmostonce.runtime.loop import LoopThread
+from atmostonce.runtime.processes import Cluster
+from atmostonce.runtime.reconcile import ReconcileRun, ledger_check, report_unknown_outcomes
 from atmostonce.spec.keys import build_key
 from atmostonce.spec.policy import EffectClass, ToolPolicy
+from atmostonce.spec.protocol import ExecutorConfig
 from atmostonce.spec.reconcile import reported_keys
 from atmostonce.spec.session import (
     OUTCOME_UNKNOWN_TOOL_RESULT,

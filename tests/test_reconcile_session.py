@@ -8,10 +8,15 @@ import asyncio
 
 import pytest
 
-from atmostonce.check.protocol import Ask, Executor, ExecutorConfig, OpenSession
 from atmostonce.executor import reference
-from atmostonce.reconcile import ReconcileRun, as_check, report_unknown_outcomes, shows_nothing
+from atmostonce.runtime.reconcile import (
+    ReconcileRun,
+    as_check,
+    report_unknown_outcomes,
+    shows_nothing,
+)
 from atmostonce.spec.errors import SpecError
+from atmostonce.spec.protocol import Ask, Executor, ExecutorConfig, OpenSession
 from atmostonce.spec.session import AgentSnapshot
 
 

@@ -8,7 +8,7 @@ unknown record (TC-REC-2, TC-AMO-4). Asks and policy changes never overlap (one 
 order the harness saw is the order the server applied them in: the checkers resolve each
 call's policy from that order (TC-SNAP-1). A call whose answer is lost to a server restart is
 simply asked again: asks are idempotent by their ids. An outcome_unknown record schedules the
-reconcile job for its session (`atmostonce.reconcile`), which sometimes dies right after a
+reconcile job for its session (`atmostonce.runtime.reconcile`), which sometimes dies right after a
 send, before the reply, and is then just run again later (TC-RCN-ONCE); at the end it runs
 twice more for every session, and a rerun must send nothing new.
 """
@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from atmostonce.chaos import workload as wl
-from atmostonce.chaos.engine import UNAVAILABLE, SessionAPI
 from atmostonce.chaos.observations import (
     AnswerSeen,
     AskSeen,
@@ -36,11 +35,12 @@ from atmostonce.chaos.observations import (
 )
 from atmostonce.check import history as h
 from atmostonce.check.policies import PolicyBook
-from atmostonce.check.protocol import ExecutorConfig
-from atmostonce.reconcile import OutcomeCheck, ReconcileRun, report_unknown_outcomes
+from atmostonce.engines.adapter import UNAVAILABLE, SessionAPI
+from atmostonce.runtime.reconcile import OutcomeCheck, ReconcileRun, report_unknown_outcomes
 from atmostonce.sim.workload import Person
 from atmostonce.spec.keys import build_key
 from atmostonce.spec.policy import ToolHints, ToolPolicy
+from atmostonce.spec.protocol import ExecutorConfig
 from atmostonce.spec.session import AgentSnapshot, ToolCallStatus
 
 T = TypeVar("T")

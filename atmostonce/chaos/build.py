@@ -26,13 +26,13 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
-from atmostonce.chaos.engine import RunEndSeen, ServerLog
 from atmostonce.chaos.nemesis import FaultLog
 from atmostonce.chaos.observations import Observations
 from atmostonce.check import history as h
-from atmostonce.check.protocol import ExecutorConfig
-from atmostonce.executor.runtime.ledger_client import Run, Write
+from atmostonce.engines.adapter import RunEndSeen, ServerLog
+from atmostonce.runtime.ledger_client import Run, Write
 from atmostonce.spec.keys import build_key
+from atmostonce.spec.protocol import ExecutorConfig
 from atmostonce.spec.session import MessageRole
 
 FAULT, LEDGER, SERVER, CLIENT = range(4)

@@ -21,10 +21,10 @@ from types import FrameType
 from typing import Any
 
 from atmostonce import arguments
-from atmostonce.chaos.engine import DEFAULT_ENGINE, CutMode
 from atmostonce.chaos.nemesis import NemesisKind
 from atmostonce.check.loading import DEFAULT_EXECUTOR, load_callable
-from atmostonce.reconcile import (
+from atmostonce.engines.adapter import DEFAULT_ENGINE, CutMode
+from atmostonce.runtime.reconcile import (
     DEFAULT_SOURCE,
     OutcomeCheck,
     ReconcileRun,
@@ -72,7 +72,7 @@ def register(subparsers: Any) -> None:
                        help="run the executor with its fence on (D-6)")
     chaos.add_argument("--engine", default=DEFAULT_ENGINE, metavar="MODULE:FACTORY",
                        help="the engine adapter: a factory taking an EngineSetup and returning "
-                       f"an atmostonce.chaos.engine.Engine (default {DEFAULT_ENGINE})")
+                       f"an atmostonce.engines.adapter.Engine (default {DEFAULT_ENGINE})")
     chaos.add_argument("--executor", default=DEFAULT_EXECUTOR, metavar="MODULE:FACTORY",
                        help=f"the executor the engine's server runs (default {DEFAULT_EXECUTOR})")
     chaos.add_argument("--workdir", type=arguments.output_directory, metavar="DIR",
@@ -138,8 +138,8 @@ def cmd_chaos(args: argparse.Namespace) -> int:
 
 
 def cmd_reconcile(args: argparse.Namespace) -> int:
-    from atmostonce.executor.runtime.commands import peer
-    from atmostonce.executor.runtime.tokens import read_token
+    from atmostonce.runtime.commands import peer
+    from atmostonce.runtime.tokens import read_token
     from atmostonce.spec.keys import component_problem
 
     problem = component_problem(args.session)
@@ -178,7 +178,7 @@ async def _reconcile(server: tuple[str, int], token: str, session_id: str,
                      asks: OutcomeCheck | tuple[str, int, str], source: str) -> ReconcileRun:
     """Reach the server, then the effect ledger when `asks` is its address (SpecError, one
     line, for either out of reach), then run the job; an unknown session is bad input."""
-    from atmostonce.executor.runtime.client import AsyncClient
+    from atmostonce.runtime.client import AsyncClient
 
     close: Callable[[], None] | None = None
     try:

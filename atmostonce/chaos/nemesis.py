@@ -30,9 +30,9 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from atmostonce.chaos.engine import CutMode, Engine, WorkerRef
-from atmostonce.check.protocol import ExecutorConfig
+from atmostonce.engines.adapter import CutMode, Engine, WorkerRef
 from atmostonce.spec.errors import SpecError
+from atmostonce.spec.protocol import ExecutorConfig
 
 
 class NemesisKind(enum.Enum):

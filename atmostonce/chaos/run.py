@@ -28,7 +28,13 @@ from pathlib import Path
 
 from atmostonce.chaos.agents import Agents
 from atmostonce.chaos.build import build_history
-from atmostonce.chaos.engine import (
+from atmostonce.chaos.lost import LostRecord, lost_records
+from atmostonce.chaos.nemesis import EngineFailed, FaultLog, Nemesis, NemesisKind
+from atmostonce.chaos.observations import Observations
+from atmostonce.check.checkers import DoubleRun
+from atmostonce.check.history import Entry, History, Violation
+from atmostonce.check.loading import DEFAULT_EXECUTOR, load_factory
+from atmostonce.engines.adapter import (
     DEFAULT_ENGINE,
     CutMode,
     Engine,
@@ -38,21 +44,15 @@ from atmostonce.chaos.engine import (
     built,
     load_engine,
 )
-from atmostonce.chaos.lost import LostRecord, lost_records
-from atmostonce.chaos.nemesis import EngineFailed, FaultLog, Nemesis, NemesisKind
-from atmostonce.chaos.observations import Observations
-from atmostonce.check.checkers import DoubleRun
-from atmostonce.check.history import Entry, History, Violation
-from atmostonce.check.loading import DEFAULT_EXECUTOR, load_factory
-from atmostonce.check.protocol import ExecutorConfig
-from atmostonce.executor.runtime.ledger_client import LedgerClient, Run, Write
-from atmostonce.executor.runtime.loop import LoopThread
-from atmostonce.executor.runtime.processes import Managed, spawn
-from atmostonce.executor.runtime.tokens import ensure_token
-from atmostonce.executor.runtime.wire import LOOPBACK
-from atmostonce.reconcile import ledger_check
+from atmostonce.runtime.ledger_client import LedgerClient, Run, Write
+from atmostonce.runtime.loop import LoopThread
+from atmostonce.runtime.processes import Managed, spawn
+from atmostonce.runtime.reconcile import ledger_check
+from atmostonce.runtime.tokens import ensure_token
+from atmostonce.runtime.wire import LOOPBACK
 from atmostonce.sim.stats import RunStats, Totals, run_stats
 from atmostonce.spec.errors import SpecError
+from atmostonce.spec.protocol import ExecutorConfig
 
 CHAOS_CONFIG = ExecutorConfig(max_attempts=3, retry_backoff=0.2, queue_timeout=10.0,
                               run_timeout=3.0, heartbeat_timeout=2.5, lease=1.0,

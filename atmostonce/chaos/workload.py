@@ -3,7 +3,7 @@ call's arguments (how long the run takes, when it writes, whether the tool repor
 and what the person asked to approve a call does.
 
 The tools are the runtime's four demo tools, one per effect class at the start
-(`atmostonce.executor.runtime.tools`); policy changes move a tool to another statement of its
+(`atmostonce.runtime.tools`); policy changes move a tool to another statement of its
 policy (approval on or off, a hint instead of a policy, another class) and back, so calls asked
 before and after a change coexist (TC-SNAP-1, TC-SNAP-2). Every choice is drawn from a random
 stream named after the seed and what it is for, so a seed reproduces what is asked, though not
@@ -15,10 +15,10 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from atmostonce.check.protocol import ExecutorConfig
-from atmostonce.executor.runtime.tools import TOOLS
+from atmostonce.runtime.tools import TOOLS
 from atmostonce.sim.workload import Person
 from atmostonce.spec.policy import EffectClass, ToolHints, ToolPolicy
+from atmostonce.spec.protocol import ExecutorConfig
 
 Statement = tuple[ToolPolicy | None, ToolHints | None]
 """What the harness registers for a tool: its policy and its framework hints."""

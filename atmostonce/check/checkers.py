@@ -53,7 +53,6 @@ from typing import Any, NamedTuple
 
 from atmostonce.check import history as h
 from atmostonce.check.policies import PolicyBook
-from atmostonce.check.protocol import ExecutorConfig, TimerKind
 from atmostonce.spec.approval import (
     REPLY_TEXT,
     ApprovalEvent,
@@ -67,6 +66,7 @@ from atmostonce.spec.policy import (
     EffectivePolicy,
 )
 from atmostonce.spec.properties import record_witness_id
+from atmostonce.spec.protocol import ExecutorConfig, TimerKind
 from atmostonce.spec.reconcile import reported_keys
 from atmostonce.spec.records import DID_NOT_RUN_PREFIX, Record
 from atmostonce.spec.session import Message, MessageRole, ToolCallStatus

@@ -11,7 +11,7 @@ the value and the type it should have had). `build` makes one from a factory, wh
 breaches too. Every layer that drives an executor (conformance, the simulator) reports a breach
 as its finding; the real runtime's server checks what it carries out on its side.
 
-The types checked are the ones `atmostonce.check.protocol` and `atmostonce.spec.session`
+The types checked are the ones `atmostonce.spec.protocol` and `atmostonce.spec.session`
 declare on their dataclasses, read from their annotations, so a field added there is checked
 here. The checks run on every result the simulator carries out (some sixteen commands per
 simulated tool call), so the common case is compiled: straight-line code of exact `type(...)
@@ -32,7 +32,7 @@ import typing
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from atmostonce.check import protocol as p
+from atmostonce.spec import protocol as p
 from atmostonce.spec.session import AgentSnapshot
 
 SHOWN = 300

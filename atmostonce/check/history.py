@@ -51,8 +51,8 @@ import enum
 from collections.abc import Iterable
 from dataclasses import dataclass, fields
 
-from atmostonce.check.protocol import ExecutorConfig, TimerKind
 from atmostonce.spec.policy import EffectClass, ToolHints, ToolPolicy
+from atmostonce.spec.protocol import ExecutorConfig, TimerKind
 from atmostonce.spec.session import ToolCallStatus
 
 

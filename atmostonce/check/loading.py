@@ -15,8 +15,8 @@ import sys
 from collections.abc import Callable
 from typing import cast
 
-from atmostonce.check.protocol import Executor, ExecutorConfig, ExecutorFactory
 from atmostonce.spec.errors import SpecError
+from atmostonce.spec.protocol import Executor, ExecutorConfig, ExecutorFactory
 
 DEFAULT_EXECUTOR = "atmostonce.executor:reference"
 
@@ -77,6 +77,6 @@ def load_factory(path: str) -> ExecutorFactory:
                    if not callable(getattr(built, name, None))]
         raise SpecError(
             f"executor factory {path!r} returned a {type(built).__name__}, which does not "
-            f"satisfy atmostonce.check.protocol.Executor (missing: {', '.join(missing)})"
+            f"satisfy atmostonce.spec.protocol.Executor (missing: {', '.join(missing)})"
         )
     return cast(ExecutorFactory, target)

@@ -4,14 +4,14 @@
 loads. The core is split by job: `state` (the tables), `journal` (the persisted entries),
 `recovery` (the fold that rebuilds the tables from them), `views` (the session API's shapes),
 `timers` (timer ids), `keys` (a call's idempotency key) and `core` (the rules, one small method
-each). It imports `atmostonce.spec` and `atmostonce.check.protocol` only, never the model it is
+each). It imports `atmostonce.spec` and `atmostonce.spec.protocol` only, never the model it is
 checked against.
 """
 
 from __future__ import annotations
 
-from atmostonce.check.protocol import Executor, ExecutorConfig
 from atmostonce.executor.core import ReferenceExecutor
+from atmostonce.spec.protocol import Executor, ExecutorConfig
 
 
 def reference(config: ExecutorConfig) -> Executor:

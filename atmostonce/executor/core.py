@@ -1,8 +1,8 @@
 """The reference executor: a deterministic, sans-IO state machine that runs tool calls by the
-rules of `atmostonce.spec`, speaking the protocol of `atmostonce.check.protocol`.
+rules of `atmostonce.spec`, speaking the protocol of `atmostonce.spec.protocol`.
 
 Events come in, commands go out; time arrives inside events and timers are requests. Each rule
-is one small method, so a deliberately broken variant (`atmostonce.check.mutants`) overrides
+is one small method, so a deliberately broken variant (`atmostonce.executor.mutants`) overrides
 exactly one of them.
 """
 
@@ -12,33 +12,6 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from atmostonce.check.protocol import (
-    JSON,
-    Answer,
-    Ask,
-    Cancel,
-    Command,
-    Connected,
-    DropWorker,
-    Event,
-    ExecutorConfig,
-    Finished,
-    GoAhead,
-    Heartbeat,
-    NoWork,
-    OpenSession,
-    Persist,
-    Poll,
-    Publish,
-    Reply,
-    SetPolicy,
-    Started,
-    StartTimer,
-    StopTimer,
-    TimerFired,
-    TimerKind,
-    UserMessage,
-)
 from atmostonce.executor import journal
 from atmostonce.executor.keys import call_key
 from atmostonce.executor.recovery import after_end, replay
@@ -65,6 +38,33 @@ from atmostonce.spec.approval import (
 from atmostonce.spec.errors import SpecError
 from atmostonce.spec.fence import fence_blocks
 from atmostonce.spec.policy import EffectClass, EffectivePolicy, Step, resolve_policy, step_for
+from atmostonce.spec.protocol import (
+    JSON,
+    Answer,
+    Ask,
+    Cancel,
+    Command,
+    Connected,
+    DropWorker,
+    Event,
+    ExecutorConfig,
+    Finished,
+    GoAhead,
+    Heartbeat,
+    NoWork,
+    OpenSession,
+    Persist,
+    Poll,
+    Publish,
+    Reply,
+    SetPolicy,
+    Started,
+    StartTimer,
+    StopTimer,
+    TimerFired,
+    TimerKind,
+    UserMessage,
+)
 from atmostonce.spec.records import (
     AttemptEnd,
     Decision,

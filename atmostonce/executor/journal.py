@@ -16,7 +16,6 @@ import math
 from collections.abc import Callable, Mapping
 from typing import NamedTuple, NoReturn, TypeVar
 
-from atmostonce.check.protocol import JSON
 from atmostonce.executor.keys import call_key
 from atmostonce.executor.state import Attempt, attempt_id
 from atmostonce.spec.approval import ApprovalState
@@ -28,6 +27,7 @@ from atmostonce.spec.policy import (
     ToolHints,
     ToolPolicy,
 )
+from atmostonce.spec.protocol import JSON
 from atmostonce.spec.records import AttemptEnd, FailureKind, Outcome, Record
 
 Entry = dict[str, JSON]

@@ -11,9 +11,9 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from atmostonce.check.protocol import NoWork, StartTimer
 from atmostonce.spec.approval import ApprovalState
 from atmostonce.spec.policy import EffectClass, EffectivePolicy, ToolHints, ToolPolicy
+from atmostonce.spec.protocol import NoWork, StartTimer
 from atmostonce.spec.records import AttemptEnd, Outcome
 from atmostonce.spec.session import Message
 

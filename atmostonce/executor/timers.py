@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from atmostonce.check.protocol import TimerKind
+from atmostonce.spec.protocol import TimerKind
 
 _KIND_BY_VALUE: Mapping[str, TimerKind] = {kind.value: kind for kind in TimerKind}
 _PREFIX: Mapping[TimerKind, str] = {kind: f"{kind.value}:" for kind in TimerKind}

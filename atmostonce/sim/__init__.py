@@ -1,5 +1,5 @@
 """The deterministic fault simulator: any executor, driven through the protocol of
-`atmostonce.check.protocol` in simulated time, with every random choice derived from one seed.
+`atmostonce.spec.protocol` in simulated time, with every random choice derived from one seed.
 
 `workload` draws what the agent, the people and the tools do; `faults` the profiles and a
 seed's fault schedule; `engine` runs a scenario (`server` hosts the executor, `network` carries

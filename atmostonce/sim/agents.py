@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from atmostonce.check import history as h
-from atmostonce.check import protocol as p
 from atmostonce.sim.workload import CallPlan, Person, RunPlan, SessionPlan
+from atmostonce.spec import protocol as p
 from atmostonce.spec.reconcile import pending_reports, report_text
 from atmostonce.spec.session import AgentSnapshot, ToolCallStatus
 

@@ -14,11 +14,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from atmostonce.check.loading import DEFAULT_EXECUTOR
-from atmostonce.check.protocol import ExecutorFactory
 from atmostonce.sim.faults import profile as find_profile
 from atmostonce.sim.run import RunResult, run_seed
 from atmostonce.sim.shrink import Shrunk, shrink
 from atmostonce.sim.stats import Totals
+from atmostonce.spec.protocol import ExecutorFactory
 
 Progress = Callable[[int, int, int], None]
 """Called after each seed with (seeds done, seeds in all, violations so far)."""

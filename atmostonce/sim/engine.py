@@ -19,7 +19,6 @@ from typing import Any
 
 from atmostonce.check import guard
 from atmostonce.check import history as h
-from atmostonce.check import protocol as p
 from atmostonce.check.history import History
 from atmostonce.check.policies import PolicyBook
 from atmostonce.sim.agents import SETTLE, Agents
@@ -29,6 +28,7 @@ from atmostonce.sim.network import Conn, Network
 from atmostonce.sim.server import ExecutorHost
 from atmostonce.sim.workers import Worker
 from atmostonce.sim.workload import Workload, draw, executor_config
+from atmostonce.spec import protocol as p
 
 HARD_LIMIT = 400.0
 """Simulated seconds after which a run that never quiesced is stopped and judged."""

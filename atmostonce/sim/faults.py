@@ -13,8 +13,8 @@ import random
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from atmostonce.check.protocol import ExecutorConfig
 from atmostonce.spec.errors import SpecError
+from atmostonce.spec.protocol import ExecutorConfig
 
 
 class FaultKind(enum.Enum):

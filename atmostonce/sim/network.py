@@ -13,7 +13,7 @@ from heapq import heappush
 from typing import TYPE_CHECKING, Any
 
 from atmostonce.check import history as h
-from atmostonce.check import protocol as p
+from atmostonce.spec import protocol as p
 
 if TYPE_CHECKING:
     from atmostonce.sim.workers import Worker

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 from atmostonce.check.history import History, Violation
 from atmostonce.check.loading import DEFAULT_EXECUTOR
-from atmostonce.check.protocol import ExecutorFactory
 from atmostonce.sim.engine import Scenario, Simulation, scenario
 from atmostonce.sim.faults import profile as find_profile
 from atmostonce.sim.stats import RunStats, run_stats
+from atmostonce.spec.protocol import ExecutorFactory
 
 
 @dataclass(frozen=True)

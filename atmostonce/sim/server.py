@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from atmostonce.check import guard
 from atmostonce.check import history as h
-from atmostonce.check import protocol as p
 from atmostonce.sim.network import Conn
+from atmostonce.spec import protocol as p
 
 if TYPE_CHECKING:
     from atmostonce.sim.agents import Agents

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from atmostonce.check.protocol import ExecutorFactory
 from atmostonce.sim.run import RunResult, run_seed
+from atmostonce.spec.protocol import ExecutorFactory
 
 ERROR = "executor error"
 """The shrink target of a run whose executor raised."""

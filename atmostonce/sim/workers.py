@@ -12,10 +12,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from atmostonce.check import history as h
-from atmostonce.check import protocol as p
 from atmostonce.sim.faults import Fault, FaultKind
 from atmostonce.sim.network import Conn
 from atmostonce.sim.workload import RunPlan
+from atmostonce.spec import protocol as p
 
 if TYPE_CHECKING:
     from atmostonce.sim.engine import Simulation

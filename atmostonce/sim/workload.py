@@ -14,9 +14,9 @@ import random
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from atmostonce.check.protocol import ExecutorConfig
 from atmostonce.check.services import Service
 from atmostonce.spec.policy import EffectClass, ToolHints, ToolPolicy
+from atmostonce.spec.protocol import ExecutorConfig
 
 
 @dataclass(frozen=True, slots=True)

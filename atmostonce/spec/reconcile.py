@@ -1,6 +1,6 @@
 """Which outcome_unknown calls a reconcile run still has to report, and how a report reads.
 
-Pure: the runtime's `atmostonce.reconcile` does the reading and sending.
+Pure: the runtime's `atmostonce.runtime.reconcile` does the reading and sending.
 Clause ids: TC-RCN-KEY, TC-RCN-TELL, TC-RCN-ONCE.
 """
 

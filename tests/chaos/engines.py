@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from atmostonce.chaos.engine import EngineSetup
+from atmostonce.engines.adapter import EngineSetup
 
 
 def not_an_engine(setup: EngineSetup) -> object:

@@ -7,12 +7,12 @@ from __future__ import annotations
 import pytest
 
 from atmostonce.chaos.build import build_history, run_end
-from atmostonce.chaos.engine import RunEndSeen, ServerLog
 from atmostonce.chaos.nemesis import FaultLog
 from atmostonce.chaos.observations import AnswerSeen, EventSeen, Observations, SnapshotSeen
 from atmostonce.check import history as h
-from atmostonce.check.protocol import ExecutorConfig
-from atmostonce.executor.runtime.ledger_client import Run
+from atmostonce.engines.adapter import RunEndSeen, ServerLog
+from atmostonce.runtime.ledger_client import Run
+from atmostonce.spec.protocol import ExecutorConfig
 from atmostonce.spec.session import ToolCallStatus, ToolCallView
 
 LEASE = 1.0

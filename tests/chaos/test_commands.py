@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from atmostonce.chaos.engine import Engine, EngineSetup
-from atmostonce.chaos.reference import engine
-from atmostonce.check.protocol import ExecutorConfig
+from atmostonce.engines.adapter import Engine, EngineSetup
+from atmostonce.engines.reference import engine
+from atmostonce.spec.protocol import ExecutorConfig
 from tests.chaos.conftest import ROOT, chaos
 from tests.runtime.conftest import gone, interruptible, patience
 
@@ -28,9 +28,9 @@ from tests.runtime.conftest import gone, interruptible, patience
     (["--pace", "-1"], "expected a positive number"),
     (["--engine", "not a path"], "malformed engine path"),
     (["--engine", "no_such_module:engine"], "cannot import engine module"),
-    (["--engine", "atmostonce.chaos.reference:nothing"], "has no attribute 'nothing'"),
-    (["--engine", "tests.chaos.engines:not_an_engine"], "is no atmostonce.chaos.engine.Engine"),
-    (["--executor", "atmostonce.check.mutants:nope"], "has no attribute 'nope'"),
+    (["--engine", "atmostonce.engines.reference:nothing"], "has no attribute 'nothing'"),
+    (["--engine", "tests.chaos.engines:not_an_engine"], "is no atmostonce.engines.adapter.Engine"),
+    (["--executor", "atmostonce.executor.mutants:nope"], "has no attribute 'nope'"),
 ])
 def test_bad_input_exits_2_with_one_line(args: list[str], says: str) -> None:
     done = chaos("--duration", "1", *args) if args[0] != "--duration" else chaos(*args)

@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any, cast
 
-from atmostonce.chaos.reference import executor_failure
-from atmostonce.executor.runtime.processes import Managed
+from atmostonce.engines.reference.adapter import executor_failure
+from atmostonce.runtime.processes import Managed
 from tests.chaos.conftest import ROOT, chaos
 from tests.check.broken_executors import path
 from tests.runtime.conftest import gone

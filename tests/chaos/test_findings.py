@@ -17,14 +17,14 @@ from pathlib import Path
 
 import pytest
 
-from atmostonce.chaos.engine import CutMode, EngineSetup
-from atmostonce.chaos.reference import ReferenceEngine
 from atmostonce.check.loading import DEFAULT_EXECUTOR
-from atmostonce.check.protocol import ExecutorConfig
-from atmostonce.executor.runtime.ledger_client import LedgerClient, Run
-from atmostonce.executor.runtime.processes import spawn
-from atmostonce.executor.runtime.tokens import ensure_token
+from atmostonce.engines.adapter import CutMode, EngineSetup
+from atmostonce.engines.reference.adapter import ReferenceEngine
+from atmostonce.runtime.ledger_client import LedgerClient, Run
+from atmostonce.runtime.processes import spawn
+from atmostonce.runtime.tokens import ensure_token
 from atmostonce.spec.policy import EffectClass, ToolPolicy
+from atmostonce.spec.protocol import ExecutorConfig
 from atmostonce.spec.session import ToolCallFinished, ToolCallStatus
 from tests.runtime.conftest import gone, patience
 

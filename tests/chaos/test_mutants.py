@@ -13,7 +13,7 @@ from atmostonce.chaos.run import ChaosOptions, run_chaos
 from tests.chaos.conftest import chaos
 from tests.runtime.conftest import gone
 
-SECOND_WORKER = "atmostonce.check.mutants:second_worker"
+SECOND_WORKER = "atmostonce.executor.mutants:second_worker"
 
 
 @pytest.mark.clause("TC-AMO-1")
@@ -36,7 +36,7 @@ def test_an_attempt_handed_again_to_another_worker_is_caught_with_its_rerun_comm
 @pytest.mark.clause("TC-EFF-NONIDEM", "TC-AMO-2")
 def test_a_single_attempt_call_attempted_again_after_its_worker_died_is_caught() -> None:
     result = run_chaos(ChaosOptions(duration=6, nemesis=(NemesisKind.KILL,), pace=3, seed=10,
-                                    executor="atmostonce.check.mutants:retry_non_idempotent"))
+                                    executor="atmostonce.executor.mutants:retry_non_idempotent"))
     assert not result.ok
     caught = {v.property for v in result.violations}
     assert "A-ONE-ATTEMPT" in caught, [v.line() for v in result.violations]

@@ -8,10 +8,10 @@ import json
 
 import pytest
 
-from atmostonce.chaos.engine import CutMode
 from atmostonce.chaos.nemesis import NemesisKind
 from atmostonce.chaos.report import chaos_text
 from atmostonce.chaos.run import ChaosOptions, ChaosResult, run_chaos
+from atmostonce.engines.adapter import CutMode
 from tests.chaos.conftest import chaos
 from tests.runtime.conftest import gone
 

@@ -13,7 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from atmostonce.check.protocol import (
+from atmostonce.executor import reference
+from atmostonce.spec.protocol import (
     JSON,
     Ask,
     Event,
@@ -22,7 +23,6 @@ from atmostonce.check.protocol import (
     Poll,
     StartTimer,
 )
-from atmostonce.executor import reference
 from atmostonce.spec.session import AgentSnapshot
 
 MODULE = __name__

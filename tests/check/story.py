@@ -4,8 +4,8 @@ the way a harness would, so a test reads as the story of a run."""
 from __future__ import annotations
 
 from atmostonce.check import history as h
-from atmostonce.check.protocol import ExecutorConfig, TimerKind
 from atmostonce.spec.policy import EffectClass, ToolHints, ToolPolicy
+from atmostonce.spec.protocol import ExecutorConfig, TimerKind
 from atmostonce.spec.reconcile import report_text
 from atmostonce.spec.records import OUTCOME_UNKNOWN_ERROR, FailureKind, failure_text
 from atmostonce.spec.session import ToolCallStatus

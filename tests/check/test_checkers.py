@@ -8,9 +8,9 @@ import sys
 import pytest
 
 from atmostonce.check import history as h
-from atmostonce.check.protocol import ExecutorConfig
 from atmostonce.spec.approval import REPLY_TEXT, ApprovalReply
 from atmostonce.spec.properties import Kind, of_kind
+from atmostonce.spec.protocol import ExecutorConfig
 from tests.check.story import (
     DID_NOT_RUN,
     IDEM,

@@ -14,9 +14,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from atmostonce.check import guard
-from atmostonce.check import protocol as p
-from atmostonce.check.protocol import JSON, ExecutorConfig
 from atmostonce.executor import reference
+from atmostonce.spec import protocol as p
+from atmostonce.spec.protocol import JSON, ExecutorConfig
 from atmostonce.spec.session import (
     AgentSnapshot,
     Message,

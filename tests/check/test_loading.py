@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from atmostonce.check.loading import DEFAULT_EXECUTOR, load_factory
-from atmostonce.check.protocol import Executor, ExecutorConfig
 from atmostonce.spec.errors import SpecError
+from atmostonce.spec.protocol import Executor, ExecutorConfig
 
 
 def test_the_default_executor_loads_and_builds_executors() -> None:
@@ -24,7 +24,7 @@ def test_the_default_executor_loads_and_builds_executors() -> None:
     ("atmostonce.executor:no_such_factory", "has no attribute"),
     ("atmostonce.spec:__doc__", "is not callable"),
     ("atmostonce.spec.keys:build_key", "failed to build an executor"),
-    ("builtins:repr", "does not satisfy atmostonce.check.protocol.Executor"),
+    ("builtins:repr", "does not satisfy atmostonce.spec.protocol.Executor"),
 ])
 def test_a_bad_executor_path_is_a_one_line_spec_error(path: str, says: str) -> None:
     with pytest.raises(SpecError) as caught:

@@ -1,4 +1,4 @@
-"""`atmostonce verify --executor atmostonce.check.mutants:NAME` exits 1 for every mutant, with
+"""`atmostonce verify --executor atmostonce.executor.mutants:NAME` exits 1 for every mutant, with
 the disagreement and the schedule that shows it."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from atmostonce.check.mutants import EXECUTOR_MUTANTS, ExecutorMutant
+from atmostonce.executor.mutants import EXECUTOR_MUTANTS, ExecutorMutant
 
 
 @pytest.mark.clause("TC-EFF-NONIDEM", "TC-AMO-1", "TC-REC-NOTRUN", "TC-APR-2", "TC-SNAP-1",
@@ -17,7 +17,7 @@ from atmostonce.check.mutants import EXECUTOR_MUTANTS, ExecutorMutant
 def test_verify_exits_1_for_the_executor_mutant(mutant: ExecutorMutant) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "atmostonce", "verify", "--layers", "conformance",
-         "--executor", f"atmostonce.check.mutants:{mutant.name}"],
+         "--executor", f"atmostonce.executor.mutants:{mutant.name}"],
         capture_output=True, text=True, check=False, timeout=300)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "DISAGREES" in done.stdout

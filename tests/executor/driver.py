@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from atmostonce.check.protocol import (
+from atmostonce.executor import reference
+from atmostonce.spec.keys import build_key
+from atmostonce.spec.policy import EffectClass, ToolHints, ToolPolicy
+from atmostonce.spec.protocol import (
     JSON,
     Answer,
     Ask,
@@ -31,9 +34,6 @@ from atmostonce.check.protocol import (
     TimerKind,
     UserMessage,
 )
-from atmostonce.executor import reference
-from atmostonce.spec.keys import build_key
-from atmostonce.spec.policy import EffectClass, ToolHints, ToolPolicy
 from atmostonce.spec.session import AgentSnapshot, ToolCallFinished, ToolCallView
 
 SESSION = "s1"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from atmostonce.check.protocol import Reply, TimerFired, TimerKind
 from atmostonce.spec.approval import REPLY_TEXT, ApprovalReply
 from atmostonce.spec.policy import APPROVAL_DEFAULT_BY_EFFECT, EffectClass
+from atmostonce.spec.protocol import Reply, TimerFired, TimerKind
 from atmostonce.spec.records import RejectReason, reject_text
 from atmostonce.spec.session import ToolCallStatus
 from tests.executor.driver import Driver

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from atmostonce.check.protocol import ExecutorConfig, TimerKind
 from atmostonce.spec.policy import EffectClass
+from atmostonce.spec.protocol import ExecutorConfig, TimerKind
 from tests.executor.driver import Driver
 
 NONIDEM = EffectClass.NON_IDEMPOTENT_WRITE

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from atmostonce.check.protocol import (
+from atmostonce.spec.policy import EffectClass
+from atmostonce.spec.protocol import (
     Event,
     ExecutorConfig,
     Finished,
@@ -20,7 +21,6 @@ from atmostonce.check.protocol import (
     TimerFired,
     TimerKind,
 )
-from atmostonce.spec.policy import EffectClass
 from atmostonce.spec.session import ToolCallStatus
 from tests.executor.driver import Driver
 

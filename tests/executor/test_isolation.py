@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 
 import atmostonce
-from atmostonce.check.protocol import Executor, ExecutorConfig
 from atmostonce.executor import reference
 from atmostonce.spec.errors import SpecError
+from atmostonce.spec.protocol import Executor, ExecutorConfig
 
 EXECUTOR_DIR = Path(atmostonce.__file__).resolve().parent / "executor"
-CORE_ALLOWED = ("atmostonce.spec", "atmostonce.check.protocol", "atmostonce.executor")
+CORE_ALLOWED = ("atmostonce.spec", "atmostonce.spec.protocol", "atmostonce.executor")
 
 
 def package_of(path: Path) -> str:

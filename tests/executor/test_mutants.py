@@ -8,20 +8,20 @@ import importlib
 
 import pytest
 
-from atmostonce.check import mutants
-from atmostonce.check.mutants import EXECUTOR_MUTANTS, ExecutorMutant
-from atmostonce.check.protocol import Executor, ExecutorConfig
+from atmostonce.executor import mutants
 from atmostonce.executor.core import ReferenceExecutor
+from atmostonce.executor.mutants import EXECUTOR_MUTANTS, ExecutorMutant
 from atmostonce.spec.clauses import CLAUSES
 from atmostonce.spec.errors import SpecError
 from atmostonce.spec.properties import PROPERTIES
+from atmostonce.spec.protocol import Executor, ExecutorConfig
 
 
 @pytest.mark.clause("TC-AMO-1", "TC-KEY-1", "TC-REC-1", "D-5", "D-6")
 @pytest.mark.parametrize("mutant", list(EXECUTOR_MUTANTS.values()), ids=lambda m: m.name)
 def test_mutant_loads_by_path_and_breaks_one_named_clause(mutant: ExecutorMutant) -> None:
     module, _, name = mutant.path.partition(":")
-    assert module == "atmostonce.check.mutants"
+    assert module == "atmostonce.executor.mutants"
     factory = getattr(importlib.import_module(module), name)
     assert factory is mutant.factory
     executor = factory(ExecutorConfig(fence=True))

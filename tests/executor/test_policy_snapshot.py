@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from atmostonce.check.protocol import TimerKind
 from atmostonce.spec.policy import EffectClass, ToolHints
+from atmostonce.spec.protocol import TimerKind
 from atmostonce.spec.session import ToolCallStatus
 from tests.executor.driver import Driver
 

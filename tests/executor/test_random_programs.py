@@ -11,7 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from atmostonce.check.protocol import (
+from atmostonce.executor import reference
+from atmostonce.spec.policy import EffectClass, retries_allowed
+from atmostonce.spec.protocol import (
     Command,
     ExecutorConfig,
     GoAhead,
@@ -19,8 +21,6 @@ from atmostonce.check.protocol import (
     Publish,
     TimerFired,
 )
-from atmostonce.executor import reference
-from atmostonce.spec.policy import EffectClass, retries_allowed
 from atmostonce.spec.records import DID_NOT_RUN_PREFIX
 from atmostonce.spec.session import ToolCallStatus
 from tests.executor.driver import Driver

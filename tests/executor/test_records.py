@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from atmostonce.check.protocol import (
+from atmostonce.spec.policy import EffectClass, retries_allowed
+from atmostonce.spec.protocol import (
     Cancel,
     DropWorker,
     ExecutorConfig,
@@ -15,7 +16,6 @@ from atmostonce.check.protocol import (
     Publish,
     TimerKind,
 )
-from atmostonce.spec.policy import EffectClass, retries_allowed
 from atmostonce.spec.records import (
     DID_NOT_RUN_PREFIX,
     OUTCOME_UNKNOWN_ERROR,

@@ -7,7 +7,10 @@ import copy
 
 import pytest
 
-from atmostonce.check.protocol import (
+from atmostonce.executor import reference
+from atmostonce.spec.errors import SpecError
+from atmostonce.spec.policy import EffectClass
+from atmostonce.spec.protocol import (
     JSON,
     ExecutorConfig,
     Persist,
@@ -16,9 +19,6 @@ from atmostonce.check.protocol import (
     StartTimer,
     TimerKind,
 )
-from atmostonce.executor import reference
-from atmostonce.spec.errors import SpecError
-from atmostonce.spec.policy import EffectClass
 from atmostonce.spec.records import DID_NOT_RUN_PREFIX, OUTCOME_UNKNOWN_ERROR
 from atmostonce.spec.session import ToolCallStatus
 from tests.executor.driver import Driver

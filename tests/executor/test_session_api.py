@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from atmostonce.check.protocol import Ask, ExecutorConfig, Persist, Reply, TimerKind
 from atmostonce.spec.errors import SpecError
 from atmostonce.spec.policy import EffectClass
+from atmostonce.spec.protocol import Ask, ExecutorConfig, Persist, Reply, TimerKind
 from atmostonce.spec.reconcile import pending_reports, report_text
 from atmostonce.spec.records import OUTCOME_UNKNOWN_ERROR
 from atmostonce.spec.session import (

@@ -11,9 +11,9 @@ from typing import TypeVar
 
 import pytest
 
-from atmostonce.check.protocol import ExecutorConfig
-from atmostonce.executor.runtime.client import Client
-from atmostonce.executor.runtime.processes import Cluster
+from atmostonce.runtime.client import Client
+from atmostonce.runtime.processes import Cluster
+from atmostonce.spec.protocol import ExecutorConfig
 from atmostonce.spec.session import ToolCallFinished, ToolCallView
 
 T = TypeVar("T")

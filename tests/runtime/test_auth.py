@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-from atmostonce.executor.runtime.client import Client
-from atmostonce.executor.runtime.ledger_client import LedgerClient
-from atmostonce.executor.runtime.processes import Cluster
-from atmostonce.executor.runtime.wire import WIRE_VERSION, WrongPeer, connect, hello
+from atmostonce.runtime.client import Client
+from atmostonce.runtime.ledger_client import LedgerClient
+from atmostonce.runtime.processes import Cluster
+from atmostonce.runtime.wire import WIRE_VERSION, WrongPeer, connect, hello
 from atmostonce.spec.errors import SpecError
 from atmostonce.spec.policy import EffectClass, ToolPolicy
 from atmostonce.spec.session import ToolCallStatus

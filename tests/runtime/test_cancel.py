@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from atmostonce.check.protocol import ExecutorConfig
-from atmostonce.executor.runtime.client import Client
-from atmostonce.executor.runtime.ledger_client import LedgerClient, Run
-from atmostonce.executor.runtime.options import ToolOptions
-from atmostonce.executor.runtime.processes import Cluster
+from atmostonce.runtime.client import Client
+from atmostonce.runtime.ledger_client import LedgerClient, Run
+from atmostonce.runtime.options import ToolOptions
+from atmostonce.runtime.processes import Cluster
 from atmostonce.spec.policy import EffectClass, ToolPolicy
+from atmostonce.spec.protocol import ExecutorConfig
 from atmostonce.spec.session import ToolCallStatus
 from tests.runtime.conftest import eventually, finished
 

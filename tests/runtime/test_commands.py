@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from atmostonce.executor.runtime.commands import register
+from atmostonce.runtime.commands import register
 
-MODULE = [sys.executable, "-m", "atmostonce.executor.runtime"]
+MODULE = [sys.executable, "-m", "atmostonce.runtime"]
 WORKER = ["worker", "--server", "127.0.0.1:1", "--ledger", "127.0.0.1:1", "--token-file",
           "{tmp}/token"]
 

@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from atmostonce.check.protocol import ExecutorConfig
-from atmostonce.executor.runtime.client import ServerUnavailable
-from atmostonce.executor.runtime.journal import read_journal
-from atmostonce.executor.runtime.processes import Cluster
+from atmostonce.runtime.client import ServerUnavailable
+from atmostonce.runtime.journal import read_journal
+from atmostonce.runtime.processes import Cluster
 from atmostonce.spec.policy import EffectClass, ToolPolicy
+from atmostonce.spec.protocol import ExecutorConfig
 from atmostonce.spec.records import DID_NOT_RUN_PREFIX
 from atmostonce.spec.session import AgentSnapshot, ToolCallStatus
 from tests.runtime.conftest import eventually

@@ -13,7 +13,7 @@ import pytest
 @pytest.mark.clause("TC-AMO-2", "TC-APR-3", "TC-RCN-TELL", "TC-RCN-ONCE")
 def test_the_demo_runs_end_to_end_and_exits_0() -> None:
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "atmostonce.executor.runtime", "demo"],
+    done = subprocess.run([sys.executable, "-m", "atmostonce.runtime", "demo"],
                           capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     assert time.monotonic() - started < 30

@@ -9,10 +9,10 @@ import time
 
 import pytest
 
-from atmostonce.executor.runtime.client import Client, ServerUnavailable
-from atmostonce.executor.runtime.ledger_client import AsyncLedger
-from atmostonce.executor.runtime.processes import Cluster
-from atmostonce.executor.runtime.wire import LOOPBACK, parse_address
+from atmostonce.runtime.client import Client, ServerUnavailable
+from atmostonce.runtime.ledger_client import AsyncLedger
+from atmostonce.runtime.processes import Cluster
+from atmostonce.runtime.wire import LOOPBACK, parse_address
 from atmostonce.spec.errors import SpecError
 from atmostonce.spec.policy import EffectClass, ToolPolicy
 from atmostonce.spec.records import OUTCOME_UNKNOWN_ERROR

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from atmostonce.check.protocol import JSON, Ask, Command, Event, Executor, ExecutorConfig
 from atmostonce.executor import reference
-from atmostonce.executor.runtime.client import Client
-from atmostonce.executor.runtime.journal import read_journal
-from atmostonce.executor.runtime.processes import Managed, spawn
-from atmostonce.executor.runtime.tokens import read_token
+from atmostonce.runtime.client import Client
+from atmostonce.runtime.journal import read_journal
+from atmostonce.runtime.processes import Managed, spawn
+from atmostonce.runtime.tokens import read_token
 from atmostonce.spec.errors import SpecError
+from atmostonce.spec.protocol import JSON, Ask, Command, Event, Executor, ExecutorConfig
 from atmostonce.spec.session import AgentSnapshot
 
 LIMIT = 20.0

@@ -25,9 +25,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from atmostonce.executor import reference
-from atmostonce.executor.runtime.journal import read_journal
-from atmostonce.executor.runtime.processes import Cluster
-from atmostonce.executor.runtime.wire import MAX_LINE, WIRE_VERSION, connect, encode, hello
+from atmostonce.runtime.journal import read_journal
+from atmostonce.runtime.processes import Cluster
+from atmostonce.runtime.wire import MAX_LINE, WIRE_VERSION, connect, encode, hello
 from atmostonce.spec.policy import EffectClass, ToolPolicy
 from atmostonce.spec.session import ToolCallStatus
 from tests.runtime.conftest import CONFIG, LIMIT, eventually, patience

@@ -17,9 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from atmostonce.check.protocol import ExecutorConfig
 from atmostonce.executor import reference
-from atmostonce.executor.runtime.journal import (
+from atmostonce.runtime.journal import (
     APPLICATION,
     APPLICATION_ID,
     FORMAT,
@@ -29,6 +28,7 @@ from atmostonce.executor.runtime.journal import (
     read_journal,
 )
 from atmostonce.spec.errors import SpecError
+from atmostonce.spec.protocol import ExecutorConfig
 
 SESSION = {"type": "session", "at": 1.0, "session_id": "s", "default_effect": None}
 
@@ -82,7 +82,7 @@ def test_appended_batches_come_back_in_order(tmp_path: Path) -> None:
 WRITER = textwrap.dedent("""
     import json, sys
     from pathlib import Path
-    from atmostonce.executor.runtime.journal import JournalFile, create_journal
+    from atmostonce.runtime.journal import JournalFile, create_journal
     path = Path(sys.argv[1])
     create_journal(path)
     journal = JournalFile(path, 0)
@@ -204,7 +204,7 @@ def test_a_corrupt_or_foreign_file_is_refused_and_left_untouched(tmp_path: Path,
 def test_serve_refuses_a_foreign_journal_with_exit_2_and_one_line(tmp_path: Path) -> None:
     path = _foreign(tmp_path / "orders.db")
     before = digest(path)
-    done = subprocess.run([sys.executable, "-m", "atmostonce.executor.runtime", "serve",
+    done = subprocess.run([sys.executable, "-m", "atmostonce.runtime", "serve",
                            "--journal", str(path), "--port", "0"],
                           capture_output=True, text=True, timeout=30, check=False)
     assert done.returncode == 2

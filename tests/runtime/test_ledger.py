@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from atmostonce.check.services import Service
-from atmostonce.executor.runtime.ledger import LedgerStore, services_with
+from atmostonce.runtime.ledger import LedgerStore, services_with
 from atmostonce.spec.errors import SpecError
 
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from atmostonce.check.protocol import ExecutorConfig
-from atmostonce.executor.runtime.processes import Cluster
+from atmostonce.runtime.processes import Cluster
 from atmostonce.spec.errors import SpecError
+from atmostonce.spec.protocol import ExecutorConfig
 from tests.runtime.conftest import CONFIG, eventually, gone, interruptible, patience
 
 
@@ -47,8 +47,8 @@ def test_a_process_that_fails_before_it_is_ready_raises_its_error(tmp_path: Path
 
 OWNER = textwrap.dedent("""
     import sys, time
-    from atmostonce.check.protocol import ExecutorConfig
-    from atmostonce.executor.runtime.processes import Cluster
+    from atmostonce.spec.protocol import ExecutorConfig
+    from atmostonce.runtime.processes import Cluster
     cluster = Cluster(sys.argv[1], config=ExecutorConfig(heartbeat_timeout=2.0, lease=1.0),
                       workers=1)
     with cluster:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from atmostonce.executor.runtime.processes import Cluster
-from atmostonce.executor.runtime.worker import FENCED_EXIT
+from atmostonce.runtime.processes import Cluster
+from atmostonce.runtime.worker import FENCED_EXIT
 from atmostonce.spec.policy import EffectClass, ToolPolicy
 from atmostonce.spec.session import ToolCallStatus
 from tests.runtime.conftest import CONFIG, eventually, finished

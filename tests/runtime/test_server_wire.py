@@ -15,15 +15,15 @@ from typing import Any
 
 import pytest
 
-from atmostonce.check.protocol import ExecutorConfig
-from atmostonce.executor.runtime.client import AsyncClient
-from atmostonce.executor.runtime.durability import GroupCommit
-from atmostonce.executor.runtime.journal import open_journal, read_journal
-from atmostonce.executor.runtime.server import serve
-from atmostonce.executor.runtime.tokens import read_token
-from atmostonce.executor.runtime.wire import READY_PREFIX, LineProtocol, connect, hello
+from atmostonce.runtime.client import AsyncClient
+from atmostonce.runtime.durability import GroupCommit
+from atmostonce.runtime.journal import open_journal, read_journal
+from atmostonce.runtime.server import serve
+from atmostonce.runtime.tokens import read_token
+from atmostonce.runtime.wire import READY_PREFIX, LineProtocol, connect, hello
 from atmostonce.spec.errors import SpecError
 from atmostonce.spec.policy import EffectClass, ToolPolicy
+from atmostonce.spec.protocol import ExecutorConfig
 from atmostonce.spec.session import ToolCallStatus
 from tests.runtime.conftest import patience
 

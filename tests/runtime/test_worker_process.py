@@ -18,8 +18,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from atmostonce.executor.runtime.processes import Cluster
-from atmostonce.executor.runtime.wire import LOOPBACK
+from atmostonce.runtime.processes import Cluster
+from atmostonce.runtime.wire import LOOPBACK
 from atmostonce.spec.policy import EffectClass, ToolPolicy
 from tests.runtime.conftest import CONFIG, eventually, patience
 

@@ -12,7 +12,7 @@ import pytest
 from atmostonce import cli
 from atmostonce.sim.commands import register
 
-MUTANT = "atmostonce.check.mutants:approval_default_ignored"
+MUTANT = "atmostonce.executor.mutants:approval_default_ignored"
 Invoke = Callable[..., tuple[int, str, str]]
 
 

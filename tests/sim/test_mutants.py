@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from atmostonce.check.mutants import EXECUTOR_MUTANTS, ExecutorMutant
 from atmostonce.executor import reference
+from atmostonce.executor.mutants import EXECUTOR_MUTANTS, ExecutorMutant
 from atmostonce.sim.run import RunResult, run_seed
 
 SEARCH = tuple((profile, seed) for profile in ("chaos", "timeouts", "restarts")

@@ -14,7 +14,7 @@ This is the base a chaos harness builds on::
         cluster.start_worker()                     # one more worker process
         ledger = cluster.ledger_client()           # ground truth: runs and writes
 
-Each process is `python -m atmostonce.executor.runtime ROLE ...` with `sys.executable`, its
+Each process is `python -m atmostonce.runtime ROLE ...` with `sys.executable`, its
 stdout and stderr in a log file in the cluster's directory; it is ready once it printed its
 `atmostonce-ready {...}` line, which also tells the port it bound (port 0 picks a free one, so
 there is no race for ports; a restarted server binds the port it had). A process that exits
@@ -41,15 +41,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from atmostonce.check.protocol import ExecutorConfig
-from atmostonce.executor.runtime.client import AsyncClient, Client
-from atmostonce.executor.runtime.ledger_client import LedgerClient
-from atmostonce.executor.runtime.options import ToolOptions, config_argv
-from atmostonce.executor.runtime.tokens import ensure_token
-from atmostonce.executor.runtime.wire import LOOPBACK, READY_PREFIX
+from atmostonce.runtime.client import AsyncClient, Client
+from atmostonce.runtime.ledger_client import LedgerClient
+from atmostonce.runtime.options import ToolOptions, config_argv
+from atmostonce.runtime.tokens import ensure_token
+from atmostonce.runtime.wire import LOOPBACK, READY_PREFIX
 from atmostonce.spec.errors import SpecError
+from atmostonce.spec.protocol import ExecutorConfig
 
-MODULE = "atmostonce.executor.runtime"
+MODULE = "atmostonce.runtime"
 PARENT_ENV = "ATMOSTONCE_PARENT_PID"
 """Set in a child's environment when it should die with the thread that started it."""
 GRACE = 2.0
@@ -155,7 +155,7 @@ class Managed:
 
 
 def spawn(role: str, args: Sequence[str], log: Path, die_with_parent: bool = True) -> Managed:
-    """Start `python -m atmostonce.executor.runtime ROLE ARGS`, output to `log`."""
+    """Start `python -m atmostonce.runtime ROLE ARGS`, output to `log`."""
     argv = [sys.executable, "-m", MODULE, role, *args]
     env = dict(os.environ)
     env["PYTHONUNBUFFERED"] = "1"

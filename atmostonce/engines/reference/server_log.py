@@ -21,10 +21,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from atmostonce.chaos.engine import RunEndSeen, ServerLog
 from atmostonce.check import history as h
-from atmostonce.check.protocol import JSON, TimerKind
+from atmostonce.engines.adapter import RunEndSeen, ServerLog
 from atmostonce.spec.approval import REPLY_TEXT, ApprovalReply
+from atmostonce.spec.protocol import JSON, TimerKind
 
 Entry = dict[str, JSON]
 

@@ -9,8 +9,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from atmostonce.chaos.engine import CutMode
-from atmostonce.chaos.proxy import DOWN, UP, Pipe, Proxy
+from atmostonce.engines.adapter import CutMode
+from atmostonce.engines.proxy import DOWN, UP, Pipe, Proxy
 
 pytestmark = pytest.mark.clause("D-12")
 

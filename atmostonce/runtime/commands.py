@@ -19,14 +19,14 @@ from typing import Any
 
 from atmostonce import arguments
 from atmostonce.check.loading import DEFAULT_EXECUTOR, load_factory
-from atmostonce.check.protocol import Executor, ExecutorConfig, ExecutorFactory
-from atmostonce.executor.runtime.options import (
+from atmostonce.runtime.options import (
     add_config_arguments,
     add_tool_arguments,
     config_from_args,
 )
-from atmostonce.executor.runtime.wire import LOOPBACK, parse_address, parse_port
+from atmostonce.runtime.wire import LOOPBACK, parse_address, parse_port
 from atmostonce.spec.errors import SpecError
+from atmostonce.spec.protocol import Executor, ExecutorConfig, ExecutorFactory
 
 EXIT_OK = 0
 GIVE_UP_AFTER = 60.0
@@ -50,7 +50,7 @@ def register(subparsers: Any) -> None:
                        help="the journal file (created when missing)")
     serve.add_argument("--executor", default=DEFAULT_EXECUTOR, metavar="MODULE:FACTORY",
                        help="the executor the server drives: a factory taking an "
-                       "ExecutorConfig and returning an atmostonce.check.protocol.Executor "
+                       "ExecutorConfig and returning an atmostonce.spec.protocol.Executor "
                        f"(default {DEFAULT_EXECUTOR})")
     _listen_arguments(serve)
     add_config_arguments(serve)
@@ -155,7 +155,7 @@ def peer(text: str, flag: str) -> tuple[str, int]:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from atmostonce.executor.runtime.server import serve, token_files
+    from atmostonce.runtime.server import serve, token_files
 
     config = config_from_args(args)
     port = parse_port(args.port)
@@ -181,9 +181,9 @@ def _built(factory: ExecutorFactory, config: ExecutorConfig, path: str) -> Execu
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
-    from atmostonce.executor.runtime.tokens import read_token
-    from atmostonce.executor.runtime.tools import behaviours
-    from atmostonce.executor.runtime.worker import WorkerProcess
+    from atmostonce.runtime.tokens import read_token
+    from atmostonce.runtime.tools import behaviours
+    from atmostonce.runtime.worker import WorkerProcess
 
     token = read_token(args.token_file)
     ledger_token = read_token(args.ledger_token_file) if args.ledger_token_file else token
@@ -198,8 +198,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 
 def cmd_ledger(args: argparse.Namespace) -> int:
-    from atmostonce.executor.runtime.ledger import serve_ledger, services_with
-    from atmostonce.executor.runtime.tools import TOOLS
+    from atmostonce.runtime.ledger import serve_ledger, services_with
+    from atmostonce.runtime.tools import TOOLS
 
     for flag, tools in (("--keyed", args.keyed), ("--plain", args.plain)):
         for name in tools:
@@ -224,7 +224,7 @@ def _interrupt(signum: int, frame: object) -> None:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     """Run the demo; SIGTERM, like Ctrl-C, stops it after its processes are cleaned up."""
-    from atmostonce.executor.runtime.demo import run_demo
+    from atmostonce.runtime.demo import run_demo
 
     signal.signal(signal.SIGTERM, _interrupt)
     return run_demo()

@@ -19,9 +19,9 @@ from collections.abc import AsyncGenerator, AsyncIterator, Coroutine, Iterator, 
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from atmostonce.executor.runtime import codec
-from atmostonce.executor.runtime.loop import LoopThread
-from atmostonce.executor.runtime.wire import (
+from atmostonce.runtime import codec
+from atmostonce.runtime.loop import LoopThread
+from atmostonce.runtime.wire import (
     SERVER,
     LineProtocol,
     Message,

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from atmostonce import arguments
-from atmostonce.check.protocol import ExecutorConfig
+from atmostonce.spec.protocol import ExecutorConfig
 
 _DEFAULT = ExecutorConfig()
 

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from atmostonce.executor.runtime.journal import JournalFile
+from atmostonce.runtime.journal import JournalFile
 
 Action = Callable[[], None]
 

@@ -5,10 +5,10 @@
 It starts `atmostonce serve` on a journal in the setup's directory, running the executor the
 setup names (`--executor`, so a mutant runs in the real server too), and worker processes that
 write to the harness's effect ledger, each through a `Proxy` of its own so that its connection
-can be held or dropped. Processes are started with `atmostonce.executor.runtime.processes`
+can be held or dropped. Processes are started with `atmostonce.runtime.processes`
 from the calling thread and die with it. Off the proxies' wire it reads hellos, `started` and
 `finished` messages and every go-ahead, which it checks against the journal the moment it is
-seen (D-5); `server_log()` merges that with the journal (`atmostonce.chaos.server_log`).
+seen (D-5); `server_log()` merges that with the journal (`atmostonce.engines.reference.server_log`).
 
 A server stops when the executor under test fails (raises, or answers outside the protocol) and
 logs a line that names the failure. Whenever the adapter finds its server gone (asked whether it
@@ -24,7 +24,7 @@ import re
 import time
 from dataclasses import dataclass
 
-from atmostonce.chaos.engine import (
+from atmostonce.engines.adapter import (
     CutMode,
     EngineSetup,
     ExecutorFailure,
@@ -33,15 +33,15 @@ from atmostonce.chaos.engine import (
     SessionAPI,
     WorkerRef,
 )
-from atmostonce.chaos.proxy import UP, Pipe, Proxy
-from atmostonce.chaos.server_log import GoAheadSeen, JournalWatch, WireSeen, server_log
-from atmostonce.executor.runtime.client import AsyncClient
-from atmostonce.executor.runtime.journal import read_journal
-from atmostonce.executor.runtime.loop import LoopThread
-from atmostonce.executor.runtime.options import config_argv
-from atmostonce.executor.runtime.processes import Managed, spawn, stop_all
-from atmostonce.executor.runtime.tokens import ensure_token
-from atmostonce.executor.runtime.wire import READY_PREFIX
+from atmostonce.engines.proxy import UP, Pipe, Proxy
+from atmostonce.engines.reference.server_log import GoAheadSeen, JournalWatch, WireSeen, server_log
+from atmostonce.runtime.client import AsyncClient
+from atmostonce.runtime.journal import read_journal
+from atmostonce.runtime.loop import LoopThread
+from atmostonce.runtime.options import config_argv
+from atmostonce.runtime.processes import Managed, spawn, stop_all
+from atmostonce.runtime.tokens import ensure_token
+from atmostonce.runtime.wire import READY_PREFIX
 from atmostonce.spec.errors import SpecError
 
 READY = 20.0
@@ -305,5 +305,5 @@ class ReferenceEngine:
 
 
 def engine(setup: EngineSetup) -> ReferenceEngine:
-    """The reference adapter's factory: `--engine atmostonce.chaos.reference:engine`."""
+    """The reference adapter's factory: `--engine atmostonce.engines.reference:engine`."""
     return ReferenceEngine(setup)

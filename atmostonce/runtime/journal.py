@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from atmostonce.executor.runtime import sqlite_file
+from atmostonce.runtime import sqlite_file
 from atmostonce.spec.errors import SpecError
 
 Entry = dict[str, Any]

@@ -43,10 +43,10 @@ from pathlib import Path
 from typing import Any
 
 from atmostonce.check.services import Service
-from atmostonce.executor.runtime import codec, sqlite_file
-from atmostonce.executor.runtime.tokens import check_token, ensure_token, matches
-from atmostonce.executor.runtime.tools import SERVICES
-from atmostonce.executor.runtime.wire import (
+from atmostonce.runtime import codec, sqlite_file
+from atmostonce.runtime.tokens import check_token, ensure_token, matches
+from atmostonce.runtime.tools import SERVICES
+from atmostonce.runtime.wire import (
     LEDGER,
     WIRE_VERSION,
     LineProtocol,

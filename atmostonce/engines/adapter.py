@@ -29,13 +29,13 @@ Where the tools write
 ---------------------
 
 `EngineSetup.ledger` is the `HOST:PORT` of the effect ledger service
-(`atmostonce.executor.runtime.ledger` documents its wire format). Your workers must run the
-four demo tools of `atmostonce.executor.runtime.tools` and, like the runtime's worker, log each
+(`atmostonce.runtime.ledger` documents its wire format). Your workers must run the
+four demo tools of `atmostonce.runtime.tools` and, like the runtime's worker, log each
 run's start (`run_started`: worker, attempt, key, tool) and end (`run_ended`), and send each
 write with the call's idempotency key (`write`). The ledger is the ground truth the checkers
 judge records against: a `succeeded` needs a run that returned, "did not run" needs no run,
 two overlapping runs of a single-attempt tool must have the documented shape (TC-AMO-4).
-The simplest way is to start the runtime's worker (`python -m atmostonce.executor.runtime
+The simplest way is to start the runtime's worker (`python -m atmostonce.runtime
 worker --server ... --ledger ...`) against your server, if it speaks the runtime's wire.
 
 Times
@@ -53,7 +53,7 @@ its go-ahead (D-5) and whether the go-ahead was sent; attempts queued; approvals
 took and deadlines that fired; attempts cancelled or timed out; results that reached the
 executor; workers it declared lost; and the moments it heard that a run ended. Hand-outs are
 required: without them an outcome_unknown record cannot be told from a lie (A-UNKNOWN-REACHED).
-The reference adapter (`atmostonce.chaos.reference`) reads them from its server's journal and
+The reference adapter (`atmostonce.engines.reference`) reads them from its server's journal and
 from a TCP proxy it puts between each worker and the server.
 
 Errors
@@ -81,14 +81,14 @@ from typing import Protocol, cast, runtime_checkable
 
 from atmostonce.check import history as h
 from atmostonce.check.loading import load_callable
-from atmostonce.check.protocol import ExecutorConfig
-from atmostonce.executor.runtime.client import AnswerReply, ServerUnavailable
-from atmostonce.executor.runtime.wire import LOOPBACK
+from atmostonce.runtime.client import AnswerReply, ServerUnavailable
+from atmostonce.runtime.wire import LOOPBACK
 from atmostonce.spec.errors import SpecError
 from atmostonce.spec.policy import EffectClass, ToolHints, ToolPolicy
+from atmostonce.spec.protocol import ExecutorConfig
 from atmostonce.spec.session import AgentSnapshot, ToolCallFinished
 
-DEFAULT_ENGINE = "atmostonce.chaos.reference:engine"
+DEFAULT_ENGINE = "atmostonce.engines.reference:engine"
 
 UNAVAILABLE: tuple[type[BaseException], ...] = (ServerUnavailable, ConnectionError, OSError,
                                                 TimeoutError)
@@ -122,7 +122,7 @@ class EngineSetup:
     (`atmostonce serve --executor`); others ignore it."""
     host: str = LOOPBACK
     token_file: Path | None = None
-    """The effect ledger's token file (one line, mode 0600, `atmostonce.executor.runtime.
+    """The effect ledger's token file (one line, mode 0600, `atmostonce.runtime.
     tokens`): what the engine's workers present to the ledger. The reference runtime's server
     takes the same token from its workers; None: the engine makes its own in `workdir`."""
 
@@ -312,7 +312,7 @@ def built(factory: EngineFactory, setup: EngineSetup, path: str) -> Engine:
     if not isinstance(engine, Engine):
         missing = [name for name in _METHODS if not callable(getattr(engine, name, None))]
         raise SpecError(f"engine factory {path!r} returned a {type(engine).__name__}, which "
-                        f"is no atmostonce.chaos.engine.Engine (missing: {', '.join(missing)})")
+                        f"is no atmostonce.engines.adapter.Engine (missing: {', '.join(missing)})")
     return engine
 
 

@@ -2,7 +2,7 @@
 breaks one clause, and names the property that must catch it.
 
 Each is a factory with the `ExecutorFactory` signature, so `atmostonce verify --executor
-atmostonce.check.mutants:NAME` checks it like any engine; a checking layer that passes one of
+atmostonce.executor.mutants:NAME` checks it like any engine; a checking layer that passes one of
 these is broken.
 """
 
@@ -10,7 +10,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from atmostonce.check.protocol import (
+from atmostonce.executor import journal
+from atmostonce.executor.core import ReferenceExecutor
+from atmostonce.executor.state import Attempt, Call, Session
+from atmostonce.executor.timers import timer_id
+from atmostonce.executor.views import tool_message
+from atmostonce.spec.approval import ApprovalEvent, ApprovalReply, ApprovalState
+from atmostonce.spec.errors import SpecError
+from atmostonce.spec.policy import EffectivePolicy
+from atmostonce.spec.protocol import (
     Command,
     Executor,
     ExecutorConfig,
@@ -22,14 +30,6 @@ from atmostonce.check.protocol import (
     StartTimer,
     TimerKind,
 )
-from atmostonce.executor import journal
-from atmostonce.executor.core import ReferenceExecutor
-from atmostonce.executor.state import Attempt, Call, Session
-from atmostonce.executor.timers import timer_id
-from atmostonce.executor.views import tool_message
-from atmostonce.spec.approval import ApprovalEvent, ApprovalReply, ApprovalState
-from atmostonce.spec.errors import SpecError
-from atmostonce.spec.policy import EffectivePolicy
 from atmostonce.spec.records import (
     AttemptEnd,
     Decision,

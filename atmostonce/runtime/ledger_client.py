@@ -11,7 +11,7 @@ import socket
 from dataclasses import dataclass
 from typing import Any
 
-from atmostonce.executor.runtime.wire import (
+from atmostonce.runtime.wire import (
     HELLO_TIMEOUT,
     LEDGER,
     MAX_LINE,

@@ -1,4 +1,4 @@
-"""`python -m atmostonce.executor.runtime serve|worker|ledger|demo`: the runtime's processes,
+"""`python -m atmostonce.runtime serve|worker|ledger|demo`: the runtime's processes,
 started with `sys.executable` by `processes` so they run in any environment.
 
 Exit status 2 with one line for bad input, like the `atmostonce` command. A child started by
@@ -13,8 +13,8 @@ import sys
 from collections.abc import Sequence
 
 from atmostonce.arguments import Parser, run
-from atmostonce.executor.runtime.commands import register
-from atmostonce.executor.runtime.processes import PARENT_ENV
+from atmostonce.runtime.commands import register
+from atmostonce.runtime.processes import PARENT_ENV
 
 PR_SET_PDEATHSIG = 1
 

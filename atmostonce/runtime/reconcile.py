@@ -29,7 +29,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from atmostonce.executor.runtime.ledger_client import AsyncLedger
+from atmostonce.runtime.ledger_client import AsyncLedger
 from atmostonce.spec.errors import SpecError
 from atmostonce.spec.reconcile import pending_reports, report_text, unknown_result
 from atmostonce.spec.session import AgentSnapshot
@@ -43,7 +43,7 @@ DEFAULT_SOURCE = "the effect ledger"
 
 
 class SessionMessenger(Protocol):
-    """The two session calls reconcile needs; `atmostonce.executor.runtime.client.AsyncClient`
+    """The two session calls reconcile needs; `atmostonce.runtime.client.AsyncClient`
     has them."""
 
     async def get_agent_snapshot(self, session_id: str) -> AgentSnapshot: ...

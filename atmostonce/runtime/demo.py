@@ -4,8 +4,8 @@ It starts the effect ledger, the server and two workers on loopback, sets each d
 policy, runs a read that succeeds (TC-EFF-READ), a refund that waits for approval and gets it
 (TC-APR-3), and an order cancellation whose worker is killed with SIGKILL after the write took
 effect, so the call records outcome_unknown (TC-AMO-2, TC-REC-EXHAUST-OTHER). Then it runs the
-reconcile job (`atmostonce.reconcile`, TC-RCN-*) twice, asking the ledger, shows the AgentEvents
-it saw and the final snapshot, and cleans up.
+reconcile job (`atmostonce.runtime.reconcile`, TC-RCN-*) twice, asking the ledger, shows the
+AgentEvents it saw and the final snapshot, and cleans up.
 """
 
 from __future__ import annotations
@@ -14,13 +14,13 @@ import asyncio
 import time
 from collections.abc import Callable, Iterator
 
-from atmostonce.check.protocol import ExecutorConfig
-from atmostonce.executor.runtime.client import Client
-from atmostonce.executor.runtime.ledger_client import LedgerClient, Run
-from atmostonce.executor.runtime.processes import Cluster
-from atmostonce.executor.runtime.tools import TOOLS
-from atmostonce.reconcile import ReconcileRun, as_check, report_unknown_outcomes
+from atmostonce.runtime.client import Client
+from atmostonce.runtime.ledger_client import LedgerClient, Run
+from atmostonce.runtime.processes import Cluster
+from atmostonce.runtime.reconcile import ReconcileRun, as_check, report_unknown_outcomes
+from atmostonce.runtime.tools import TOOLS
 from atmostonce.spec.policy import resolve_policy
+from atmostonce.spec.protocol import ExecutorConfig
 from atmostonce.spec.session import AgentSnapshot, ToolCallFinished, ToolCallStatus
 
 SESSION = "demo-session"
@@ -185,7 +185,7 @@ def _session(demo: _Demo, cluster: Cluster, client: Client, ledger: LedgerClient
 
 
 async def _reconcile(cluster: Cluster, check: Callable[[str, str], str]) -> ReconcileRun:
-    """One run of the reconcile job (`atmostonce.reconcile`) on its own connection."""
+    """One run of the reconcile job (`atmostonce.runtime.reconcile`) on its own connection."""
     async with cluster.async_client() as client:
         return await report_unknown_outcomes(client, SESSION, as_check(check),
                                              "the order system")

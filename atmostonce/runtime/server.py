@@ -1,6 +1,6 @@
 """The runtime server: an executor's sans-IO core driven by asyncio, a durable journal and real
 connections. The executor is the reference one unless `serve` gets another factory (any
-`atmostonce.check.protocol.Executor`, such as a mutant under test: `atmostonce serve --executor
+`atmostonce.spec.protocol.Executor`, such as a mutant under test: `atmostonce serve --executor
 MODULE:FACTORY`); the server relies on the protocol alone.
 
 Each message from a worker or a client becomes a protocol event stamped with the loop's
@@ -89,7 +89,28 @@ from typing import Any, NoReturn
 
 from atmostonce.check import guard
 from atmostonce.check.guard import ProtocolBreach
-from atmostonce.check.protocol import (
+from atmostonce.executor import reference
+from atmostonce.executor.keys import call_key
+from atmostonce.runtime import codec
+from atmostonce.runtime.durability import GroupCommit
+from atmostonce.runtime.journal import Entry, open_journal
+from atmostonce.runtime.timers import LoopTimers
+from atmostonce.runtime.tokens import ServerTokens, check_token, ensure_token, matches
+from atmostonce.runtime.wire import (
+    SERVER,
+    WIRE_VERSION,
+    LineProtocol,
+    Message,
+    bind,
+    listen,
+    peer,
+    ready_line,
+    refusal,
+    welcome,
+)
+from atmostonce.spec.errors import SpecError
+from atmostonce.spec.keys import component_problem
+from atmostonce.spec.protocol import (
     Answer,
     Ask,
     Cancel,
@@ -117,27 +138,6 @@ from atmostonce.check.protocol import (
     TimerKind,
     UserMessage,
 )
-from atmostonce.executor import reference
-from atmostonce.executor.keys import call_key
-from atmostonce.executor.runtime import codec
-from atmostonce.executor.runtime.durability import GroupCommit
-from atmostonce.executor.runtime.journal import Entry, open_journal
-from atmostonce.executor.runtime.timers import LoopTimers
-from atmostonce.executor.runtime.tokens import ServerTokens, check_token, ensure_token, matches
-from atmostonce.executor.runtime.wire import (
-    SERVER,
-    WIRE_VERSION,
-    LineProtocol,
-    Message,
-    bind,
-    listen,
-    peer,
-    ready_line,
-    refusal,
-    welcome,
-)
-from atmostonce.spec.errors import SpecError
-from atmostonce.spec.keys import component_problem
 from atmostonce.spec.session import AgentSnapshot
 
 log = logging.getLogger("atmostonce.server")

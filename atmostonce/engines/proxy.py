@@ -22,8 +22,8 @@ import asyncio
 import time
 from collections.abc import Callable
 
-from atmostonce.chaos.engine import CutMode
-from atmostonce.executor.runtime.wire import LOOPBACK
+from atmostonce.engines.adapter import CutMode
+from atmostonce.runtime.wire import LOOPBACK
 
 UP = "up"
 """From the worker to the server."""

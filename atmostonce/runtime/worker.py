@@ -37,10 +37,10 @@ import time
 from collections.abc import Callable, Mapping
 from typing import NoReturn
 
-from atmostonce.executor.runtime import codec
-from atmostonce.executor.runtime.ledger_client import AsyncLedger
-from atmostonce.executor.runtime.tools import Behaviour, Fenced, WriteResult, run_tool
-from atmostonce.executor.runtime.wire import (
+from atmostonce.runtime import codec
+from atmostonce.runtime.ledger_client import AsyncLedger
+from atmostonce.runtime.tools import Behaviour, Fenced, WriteResult, run_tool
+from atmostonce.runtime.wire import (
     HELLO_TIMEOUT,
     SERVER,
     LineProtocol,
