@@ -4,8 +4,10 @@
 loads. The core is split by job: `state` (the tables), `journal` (the persisted entries),
 `recovery` (the fold that rebuilds the tables from them), `views` (the session API's shapes),
 `timers` (timer ids), `keys` (a call's idempotency key) and `core` (the rules, one small method
-each). It imports `atmostonce.spec` and `atmostonce.spec.protocol` only, never the model it is
-checked against.
+each); `mutants` holds its deliberately broken variants (`atmostonce.executor.mutants:NAME`).
+
+It imports `atmostonce.spec` only (the protocol it speaks is `atmostonce.spec.protocol`), never
+the model it is checked against; `runtime` and `engines` above it may import it.
 """
 
 from __future__ import annotations

@@ -1,0 +1,128 @@
+"""The package's imports follow its layers: each layer imports only the layers below it,
+siblings of one layer never import each other, the executor never imports the model, the chaos
+harness reaches an engine only through the adapter interface, and no module imports a module
+that imports it back. The contracts live in `pyproject.toml` (`[tool.importlinter]`); CI runs
+`lint-imports` over them too. Each check here is shown to fail on a graph with one bad import
+added."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tomllib
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import grimp
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+LINT = "import sys; from importlinter.cli import lint_imports_command as c; sys.exit(c())"
+
+
+@cache
+def _contracts() -> list[dict[str, Any]]:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    contracts: list[dict[str, Any]] = config["tool"]["importlinter"]["contracts"]
+    return contracts
+
+
+def _graph() -> grimp.ImportGraph:
+    return grimp.build_graph("atmostonce", cache_dir=None)
+
+
+def _layers() -> list[grimp.Layer]:
+    """The layers contract of pyproject.toml as grimp layers ("a | b": independent siblings)."""
+    (contract,) = [c for c in _contracts() if c["type"] == "layers"]
+    return [grimp.Layer(*(m.strip() for m in layer.split("|")), independent=True)
+            for layer in contract["layers"]]
+
+
+def _upward(graph: grimp.ImportGraph) -> set[tuple[str, str]]:
+    """Every (importer, imported) package pair that goes against the layers."""
+    return {(d.importer, d.imported)
+            for d in graph.find_illegal_dependencies_for_layers(layers=_layers())}
+
+
+def _forbidden(graph: grimp.ImportGraph) -> list[tuple[str, str]]:
+    """Every chain from a forbidden contract's source to a module it may not import."""
+    found = []
+    for contract in _contracts():
+        if contract["type"] != "forbidden":
+            continue
+        for source in contract["source_modules"]:
+            for target in contract["forbidden_modules"]:
+                if graph.chain_exists(importer=source, imported=target, as_packages=True):
+                    found.append((source, target))
+    return found
+
+
+def _circles(graph: grimp.ImportGraph) -> list[tuple[str, ...]]:
+    """One import chain per module that imports a module importing it back."""
+    found = []
+    for module in sorted(graph.modules):
+        for imported in sorted(graph.find_modules_directly_imported_by(module)):
+            back = graph.find_shortest_chain(importer=imported, imported=module)
+            if back:
+                found.append((module, *back))
+    return found
+
+
+def test_every_layer_imports_only_the_layers_below_it() -> None:
+    assert _upward(_graph()) == set()
+
+
+def test_the_forbidden_imports_are_absent() -> None:
+    assert _forbidden(_graph()) == []
+
+
+def test_no_module_imports_a_module_that_imports_it_back() -> None:
+    assert _circles(_graph()) == []
+
+
+def test_every_package_is_in_a_layer() -> None:
+    graph = _graph()
+    layered = {m for layer in _layers() for m in layer.module_tails}
+    packages = {m for m in graph.find_children("atmostonce")
+                if m not in ("atmostonce.__main__",)}
+    assert packages <= layered
+
+
+def test_lint_imports_keeps_every_contract() -> None:
+    done = subprocess.run([sys.executable, "-c", LINT, "--config", "pyproject.toml",
+                           "--no-cache"], cwd=ROOT, capture_output=True, text=True,
+                          check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(("importer", "imported"), [
+    ("atmostonce.spec.policy", "atmostonce.model.system"),
+    ("atmostonce.check.history", "atmostonce.executor.core"),
+    ("atmostonce.executor.core", "atmostonce.runtime.server"),
+    ("atmostonce.sim.engine", "atmostonce.runtime.client"),
+    ("atmostonce.runtime.server", "atmostonce.engines.adapter"),
+])
+def test_an_upward_import_is_caught(importer: str, imported: str) -> None:
+    graph = _graph()
+    graph.add_import(importer=importer, imported=imported)
+    assert any(imported.startswith(up) and importer.startswith(down)
+               for down, up in _upward(graph))
+
+
+@pytest.mark.parametrize(("importer", "imported"), [
+    ("atmostonce.executor.state", "atmostonce.model.machines"),
+    ("atmostonce.chaos.run", "atmostonce.engines.reference.adapter"),
+])
+def test_a_forbidden_import_is_caught(importer: str, imported: str) -> None:
+    graph = _graph()
+    graph.add_import(importer=importer, imported=imported)
+    assert _forbidden(graph)
+
+
+def test_a_circle_inside_a_package_is_caught() -> None:
+    graph = _graph()
+    graph.add_import(importer="atmostonce.spec.keys", imported="atmostonce.spec.session")
+    graph.add_import(importer="atmostonce.spec.session", imported="atmostonce.spec.keys")
+    assert ("atmostonce.spec.keys", "atmostonce.spec.session", "atmostonce.spec.keys") in \
+        _circles(graph)
