@@ -2,10 +2,14 @@
 
 One job per module: `wire` (newline-delimited JSON over TCP), `codec` (the session API's shapes
 as JSON), `journal` (the SQLite journal file), `durability` (group commit: nothing is shown
-before it is durable, D-5), `timers` (the executor's timers on the loop), `server` (the asyncio
-server that drives the sans-IO core; its docstring documents the wire protocol), `worker`
-(worker processes and their self-fencing, D-12), `tools` (the demo tools), `ledger` and
-`ledger_client` (the effect ledger, ground truth of what ran), `client` (the session API),
+before it is durable, D-5), `timers` (the executor's timers on the loop), `server` (the server
+process: recovery from the journal, serving until stopped), `driver` (hands events to the
+sans-IO core and carries out its commands), `server_wire` (the server's side of the wire
+protocol, which its docstring documents), `worker` (worker processes and their self-fencing,
+D-12), `slot` (one worker of a worker process: its connection, its runs and its lease), `retry`
+(back-off and giving up on a peer out of reach), `tools` (the demo tools), `ledger` (the effect
+ledger service, ground truth of what ran), `ledger_store` (its SQLite file and the services'
+rules) and `ledger_client` (talking to the ledger), `client` (the session API),
 `processes` (start, kill, pause and restart the processes), `options` (shared command-line
 options), `commands` (the `serve`, `worker`, `ledger` and `demo` subcommands) and `demo`.
 """
