@@ -49,10 +49,11 @@ def test_the_documented_double_run_is_a_cancelled_run_and_a_later_call(
     assert actions[-1] == "go"
 
 
-@pytest.mark.slow
-def test_the_default_bound_fits_the_time_budget(report: CheckReport) -> None:
+def test_the_default_bound_is_not_trivially_small(report: CheckReport) -> None:
+    """Its speed is measured by `benchmarks/explore.py`, never by a timed test: on a loaded
+    machine a wall-clock budget fails for reasons that are not the explorer's."""
     assert report.result.states > 100_000
-    assert report.result.seconds < 60
+    assert report.result.complete
 
 
 def test_a_bound_too_small_reports_what_it_cannot_witness() -> None:

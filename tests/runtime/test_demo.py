@@ -5,18 +5,17 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 
 import pytest
+
+from tests.runtime.conftest import patience
 
 
 @pytest.mark.clause("TC-AMO-2", "TC-APR-3", "TC-RCN-TELL", "TC-RCN-ONCE")
 def test_the_demo_runs_end_to_end_and_exits_0() -> None:
-    started = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "atmostonce.runtime", "demo"],
-                          capture_output=True, text=True, timeout=60, check=False)
+                          capture_output=True, text=True, timeout=60 * patience(), check=False)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert time.monotonic() - started < 30
     out = done.stdout
     for line in ("lookup_order(order 1002)", "a person approves it: accepted",
                  "killed worker process", "outcome_unknown", "send_user_message -> True",

@@ -13,7 +13,7 @@ from atmostonce.runtime.processes import Cluster
 from atmostonce.runtime.worker import FENCED_EXIT
 from atmostonce.spec.policy import EffectClass, ToolPolicy
 from atmostonce.spec.session import ToolCallStatus
-from tests.runtime.conftest import CONFIG, eventually, finished
+from tests.runtime.conftest import CONFIG, eventually, finished, patience
 
 NONIDEM = ToolPolicy(EffectClass.NON_IDEMPOTENT_WRITE, requires_approval=False)
 LATE_WRITE = {"order_id": "1", "write_at": 1.6, "duration": 3.0}
@@ -30,7 +30,7 @@ def test_a_worker_cut_off_from_a_paused_server_stops_before_its_write(tmp_path: 
         assert cluster.server is not None
         cluster.pause(cluster.server)
         paused = time.monotonic()
-        assert worker.wait(timeout=CONFIG.lease + 2.0) == FENCED_EXIT
+        assert worker.wait(timeout=CONFIG.lease + 2.0 * patience()) == FENCED_EXIT
         stopped_after = time.monotonic() - paused
         cluster.resume(cluster.server)
         assert stopped_after < CONFIG.heartbeat_timeout
