@@ -24,10 +24,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from atmostonce.check import guard
-from atmostonce.model import system as m
+from atmostonce.model import layout as m
 from atmostonce.model.config import ModelConfig
 from atmostonce.model.explorer import Explorer
-from atmostonce.model.system import Label, State, System
+from atmostonce.model.layout import Label, State
+from atmostonce.model.system import System
 from atmostonce.spec import protocol as p
 from atmostonce.spec.policy import EffectClass
 from atmostonce.spec.reconcile import pending_reports, report_text

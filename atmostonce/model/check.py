@@ -9,7 +9,8 @@ from typing import Any
 from atmostonce.model import findings, mutants
 from atmostonce.model.config import ModelConfig
 from atmostonce.model.explorer import Explorer, Progress, Result
-from atmostonce.model.system import Protocol, System
+from atmostonce.model.protocol import Protocol
+from atmostonce.model.system import System
 from atmostonce.model.trace import Trace, build, config_json
 from atmostonce.spec.errors import SpecError
 

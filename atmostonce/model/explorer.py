@@ -12,9 +12,10 @@ from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from atmostonce.model.layout import Label, State
 from atmostonce.model.machines import ALL_MACHINES
 from atmostonce.model.properties import Properties, Violation
-from atmostonce.model.system import Label, State, Successor, System
+from atmostonce.model.system import Successor, System
 
 
 @dataclass(frozen=True)

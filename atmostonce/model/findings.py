@@ -13,10 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from atmostonce.model import system as s
+from atmostonce.model import layout as s
 from atmostonce.model.config import ModelConfig, parse_tools
 from atmostonce.model.explorer import Explorer, Finding
-from atmostonce.model.system import State, System
+from atmostonce.model.layout import State
+from atmostonce.model.system import System
 from atmostonce.model.trace import Trace, build
 
 _WRITE = parse_tools("non_idempotent_write-approval")

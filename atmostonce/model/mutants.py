@@ -10,16 +10,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from atmostonce.model.system import (
+from atmostonce.model.layout import (
     CALL_SINGLE,
     E_LOST,
     E_LOST_RESTART,
     E_NOT_REACHED,
     EFFECT_INDEX,
     READ_I,
-    Protocol,
-    decision_table,
 )
+from atmostonce.model.protocol import Protocol, decision_table
 from atmostonce.model.tables import with_edge
 from atmostonce.spec.errors import SpecError
 from atmostonce.spec.policy import EffectClass

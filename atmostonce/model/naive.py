@@ -9,8 +9,11 @@ from __future__ import annotations
 
 from transitions import Machine, MachineError
 
+from atmostonce.model.call_steps import ModelError
 from atmostonce.model.config import ModelConfig
-from atmostonce.model.system import ModelError, Protocol, State, System
+from atmostonce.model.layout import State
+from atmostonce.model.protocol import Protocol
+from atmostonce.model.system import System
 from atmostonce.model.tables import Table
 
 

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from atmostonce.model import system as s
-from atmostonce.model.system import Call, State, System
+from atmostonce.model import layout as s
+from atmostonce.model.layout import Call, State
+from atmostonce.model.system import System
 from atmostonce.spec.policy import EffectClass
 from atmostonce.spec.properties import RECORDS_ALLOWED, Kind, of_kind, record_witness_id
 from atmostonce.spec.records import Record

@@ -10,10 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from atmostonce.model import system as s
+from atmostonce.model import layout as s
 from atmostonce.model.config import ModelConfig
 from atmostonce.model.explorer import Explorer, Finding
-from atmostonce.model.system import Call, Label, State, System
+from atmostonce.model.layout import Call, Label, State
+from atmostonce.model.system import System
 from atmostonce.spec.records import Record
 
 TRACE_FORMAT = "atmostonce-trace/1"

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import pytest
 
-from atmostonce.model import system as s
+from atmostonce.model import layout as s
 from atmostonce.model.check import DEFAULT
 from atmostonce.model.config import ModelConfig, parse_tools
 from atmostonce.model.explorer import Explorer
-from atmostonce.model.system import Call, State, System
+from atmostonce.model.layout import Call, State
+from atmostonce.model.system import System
 from benchmarks.naive_explorer import CallSnap, NaiveExplorer, WorldSnap, orbit
 
 END_NAME = {

@@ -56,7 +56,7 @@ def orbit(system: System, state: tuple[int, ...]) -> tuple[object, ...]:
     system numbers its calls: the smallest of all renamings, calls spelled out in full."""
     from itertools import permutations
 
-    from atmostonce.model.system import ABW, AW, NG, RUNS
+    from atmostonce.model.layout import ABW, AW, NG, RUNS
 
     nw = system.workers
     best: tuple[object, ...] | None = None

@@ -1,0 +1,66 @@
+"""The modelled executor's protocol: the record rule compiled from the spec's `decide`, and
+the choices a model mutant turns wrong."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from atmostonce.model.layout import (
+    CALL_SINGLE,
+    CALL_TOOL,
+    EFFECT_INDEX,
+    EFFECTS,
+    FAILURE_INDEX,
+    FK_NONE,
+    SPEC_END,
+)
+from atmostonce.model.tables import Table
+from atmostonce.spec.records import FailureKind, Record, decide
+
+
+def decision_table() -> dict[tuple[int, int, bool, bool], tuple[str, int]]:
+    """(effect, how the attempt ended, attempts remain, an earlier attempt reached a worker) ->
+    the call machine's trigger and failure kind, taken from the spec's `decide`."""
+    names = {
+        FailureKind.TOOL_ERROR: "tool_failed", FailureKind.DID_NOT_RUN: "did_not_run",
+        FailureKind.MAY_HAVE_RUN: "may_have_run", FailureKind.MAY_STILL_BE_RUNNING: "may_still_run",
+    }
+    table: dict[tuple[int, int, bool, bool], tuple[str, int]] = {}
+    for effect in EFFECTS:
+        for end_kind, end in SPEC_END.items():
+            for more in (False, True):
+                for reached in (False, True):
+                    d = decide(effect, end, 1 if more else 2, 2, reached)
+                    if d.retry:
+                        entry = ("retry", FK_NONE)
+                    elif d.record is Record.SUCCEEDED:
+                        entry = ("returned", FK_NONE)
+                    elif d.record is Record.OUTCOME_UNKNOWN:
+                        entry = ("unknown", FK_NONE)
+                    else:
+                        assert d.failure is not None
+                        entry = (names[d.failure], FAILURE_INDEX[d.failure])
+                    table[(EFFECT_INDEX[effect], end_kind, more, reached)] = entry
+    return table
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """The modelled executor's protocol choices; each is a knob a model mutant turns wrong."""
+
+    call_tool: Table = CALL_TOOL
+    call_single: Table = CALL_SINGLE
+    decisions: dict[tuple[int, int, bool, bool], tuple[str, int]] = field(
+        default_factory=decision_table)
+    single_max_attempts: int = 1
+    reach_at_hand: bool = True
+    self_fence: bool = True
+    retry_after_unknown: bool = False
+    approval_default: bool = True
+    snapshot_policy: bool = True
+    rehand_lost: bool = False
+    late_result_overwrites: bool = False
+    retry_key_changes: bool = False
+    fence_checked: bool = True
+    reconcile_reads_history: bool = True
+    decide_lost: bool = True
