@@ -12,6 +12,7 @@ paths a user types), the simulation digest from the simulator's own entries.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
 import subprocess
@@ -104,9 +105,22 @@ def simulation(seeds: int) -> dict[str, Any]:
                 digest.update(describe(entry).encode())
                 digest.update(b"\n")
                 entries += 1
-            digest.update(repr((run.stats, run.violations, run.error)).encode())
+            digest.update(repr((_stable(run.stats), run.violations, run.error)).encode())
         out[name] = {"seeds": seeds, "entries": entries, "sha256": digest.hexdigest()}
     return out
+
+
+def _stable(value: object) -> object:
+    """`value`'s fields with every set sorted: a set's printed order changes with the
+    process's hash seed, the behaviour it fingerprints does not."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return tuple((f.name, _stable(getattr(value, f.name)))
+                     for f in dataclasses.fields(value))
+    if isinstance(value, (set, frozenset)):
+        return tuple(sorted(value, key=repr))
+    if isinstance(value, tuple):
+        return tuple(_stable(v) for v in value)
+    return value
 
 
 def main() -> None:
