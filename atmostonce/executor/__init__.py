@@ -2,10 +2,13 @@
 
 `reference(config)` is the factory `atmostonce verify --executor atmostonce.executor:reference`
 loads. The core is split by job: `state` (the tables), `journal` (the persisted entries),
-`recovery` (the fold that rebuilds the tables from them), `views` (the session API's shapes),
-`timers` (timer ids), `keys` (a call's idempotency key) and `core` (the rules, one small method
-each). It imports `atmostonce.spec` and `atmostonce.spec.protocol` only, never the model it is
-checked against.
+`facts` and `reader` (what each entry states, and reading entries back into facts), `recovery`
+(the fold that rebuilds the tables from them), `views` (the session API's shapes), `timers`
+(timer ids), `keys` (a call's idempotency key), `members` (enum members the rules test, as
+module names), and the rules, one small method each, one concern to a module: `policies`
+(policies and sessions), `attempts` (attempts and records), `approvals` (asking and approval),
+`workers` and `restart`, all of them joined in `core`. It imports `atmostonce.spec` and
+`atmostonce.spec.protocol` only, never the model it is checked against.
 """
 
 from __future__ import annotations
