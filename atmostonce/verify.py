@@ -192,7 +192,8 @@ def check_chaos(path: str, factory: ExecutorFactory) -> CheckResult:
     under test while workers are killed, paused and cut off and the server is restarted from
     its journal; the history is checked by the simulator's checkers and no record a client saw
     may be lost. Cut connections are both held and reset (D-12, tests/chaos/test_findings.py)."""
-    from atmostonce.chaos.run import ChaosOptions, run_chaos
+    from atmostonce.chaos.options import ChaosOptions
+    from atmostonce.chaos.run import run_chaos
 
     result = run_chaos(ChaosOptions(duration=CHAOS_SECONDS, executor=path, pace=2.0,
                                     drain=CHAOS_DRAIN))

@@ -2,11 +2,10 @@
 pauses and cuts off worker processes and restarts the server from its journal; the history of
 what happened is checked by the same checkers as the simulator's (`atmostonce chaos`).
 
-One job per module: `engine` (the black-box adapter an engine implements, documented for third
-parties), `reference` (the adapter of the project's own runtime) with `proxy` (the TCP proxy
-that holds or drops a worker's traffic) and `server_log` (what its server alone saw),
-`workload` (what is asked) and `agents` (the sessions, people, policy changes and the
-reconcile job that ask it), `observations` (what the clients saw), `nemesis` (the faults),
-`build` (one history out of it all), `lost` (records seen and then lost), `run` (one run,
-start to clean-up), `report` and `commands`.
+One job per module: `workload` (what is asked), `agents` (the sessions, policy changes and the
+watcher that ask it), `people` (who answers approvals), `reconcile` (the reconcile job),
+`observations` (what the clients saw), `nemesis` (the faults), `build` (one history out of it
+all), `lost` (records seen and then lost), `options` (what a run is asked to do), `run` (one
+run, start to clean-up), `result` (what it found), `report` and `commands`. The engines it
+drives, through their adapter interface only, are in `atmostonce.engines`.
 """

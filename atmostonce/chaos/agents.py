@@ -1,6 +1,6 @@
 """The agents of a chaos run, on the harness's event loop: the model running sessions turn by
-turn, the people answering approvals, the tool owner changing policies, a watcher reading
-snapshots, and the reconcile job.
+turn, the tool owner changing policies and a watcher reading snapshots, with the people
+answering approvals (`people`) and the reconcile job (`reconcile`).
 
 Each session asks the calls of a turn, waits until each has a record (from the AgentEvents
 stream, or from a snapshot when no event comes), and may ask a tool again after a failed or
@@ -8,9 +8,8 @@ unknown record (TC-REC-2, TC-AMO-4). Asks and policy changes never overlap (one 
 order the harness saw is the order the server applied them in: the checkers resolve each
 call's policy from that order (TC-SNAP-1). A call whose answer is lost to a server restart is
 simply asked again: asks are idempotent by their ids. An outcome_unknown record schedules the
-reconcile job for its session (`atmostonce.runtime.reconcile`), which sometimes dies right after a
-send, before the reply, and is then just run again later (TC-RCN-ONCE); at the end it runs
-twice more for every session, and a rerun must send nothing new.
+reconcile job for its session; at the end it runs twice more for every session, and a rerun
+must send nothing new (TC-RCN-ONCE).
 """
 
 from __future__ import annotations
@@ -19,25 +18,18 @@ import asyncio
 import itertools
 import json
 import random
-import time
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from atmostonce.chaos import workload as wl
-from atmostonce.chaos.observations import (
-    AnswerSeen,
-    AskSeen,
-    EventSeen,
-    Observations,
-    SendSeen,
-    SnapshotSeen,
-)
+from atmostonce.chaos.observations import AskSeen, EventSeen, Observations, SnapshotSeen, now
+from atmostonce.chaos.people import People
+from atmostonce.chaos.reconcile import ReconcileJob
 from atmostonce.check import history as h
 from atmostonce.check.policies import PolicyBook
 from atmostonce.engines.adapter import UNAVAILABLE, SessionAPI
-from atmostonce.runtime.reconcile import OutcomeCheck, ReconcileRun, report_unknown_outcomes
-from atmostonce.sim.workload import Person
+from atmostonce.runtime.reconcile import OutcomeCheck
 from atmostonce.spec.keys import build_key
 from atmostonce.spec.policy import ToolHints, ToolPolicy
 from atmostonce.spec.protocol import ExecutorConfig
@@ -45,21 +37,9 @@ from atmostonce.spec.session import AgentSnapshot, ToolCallStatus
 
 T = TypeVar("T")
 
-RETRY_PAUSE = 0.1
 WATCHDOG = 5.0
 """Seconds a turn waits for its records before the model reads the snapshot."""
-RECONCILE_CRASH = 0.2
-"""How likely a reconcile run during the faults dies right after a send."""
-REPORT_SOURCE = "the effect ledger"
 _ASK_AGAIN = (ToolCallStatus.FAILED, ToolCallStatus.OUTCOME_UNKNOWN)
-
-
-def now() -> float:
-    return time.monotonic()
-
-
-class ReconcileCrashed(Exception):
-    """The reconcile job died after a send, before its reply."""
 
 
 @dataclass
@@ -77,40 +57,6 @@ class Session:
     session_id: str
     rng: random.Random
     open: bool = True
-
-
-class _Observed:
-    """The session API as the reconcile job uses it, with every snapshot and send observed; with
-    `crash`, the first send goes out and the job dies before its reply."""
-
-    def __init__(self, api: SessionAPI, obs: Observations, crash: bool) -> None:
-        self.api = api
-        self.obs = obs
-        self.crash = crash
-
-    async def get_agent_snapshot(self, session_id: str) -> AgentSnapshot:
-        self.obs.count("snapshot")
-        sent = now()
-        snapshot = await self.api.get_agent_snapshot(session_id)
-        self.obs.snapshots.append(SnapshotSeen(sent, now(), session_id, snapshot.tool_calls))
-        return snapshot
-
-    async def send_user_message(self, session_id: str, text: str) -> bool:
-        self.obs.count("send_user_message")
-        sent = now()
-        if self.crash:
-            task = asyncio.ensure_future(self.api.send_user_message(session_id, text))
-            await asyncio.sleep(0)
-            task.cancel()
-            self.obs.sends.append(SendSeen(sent, None, session_id, text, None))
-            raise ReconcileCrashed("the job died after the send, before its reply")
-        try:
-            accepted = await self.api.send_user_message(session_id, text)
-        except UNAVAILABLE:
-            self.obs.sends.append(SendSeen(sent, None, session_id, text, None))
-            raise
-        self.obs.sends.append(SendSeen(sent, now(), session_id, text, accepted))
-        return accepted
 
 
 class Agents:
@@ -136,9 +82,8 @@ class Agents:
         self.session_numbers = itertools.count(1)
         self.runners: list[asyncio.Task[None]] = []
         self.helpers: set[asyncio.Task[Any]] = set()
-        self.reconcile_due: set[str] = set()
-        self.reconcile_locks: dict[str, asyncio.Lock] = {}
-        self.rng = random.Random(f"atmostonce-chaos:{seed}:agents")
+        self.people = People(api, obs, config, self.abandon)
+        self.reconciling = ReconcileJob(support, obs, check, seed, self.stopping, self._spawn)
 
     def _random(self, purpose: str) -> random.Random:
         return random.Random(f"atmostonce-chaos:{self.seed}:{purpose}")
@@ -179,9 +124,9 @@ class Agents:
         read every session's final snapshot."""
         for _ in range(2):
             for session_id in list(self.sessions):
-                run = await self.reconcile(session_id)
+                run = await self.reconciling.run(session_id)
                 if run is not None and not run.complete:
-                    await self.reconcile(session_id)
+                    await self.reconciling.run(session_id)
         for session_id in list(self.sessions):
             snapshot = await self._snapshot(session_id)
             if snapshot is not None:
@@ -217,7 +162,7 @@ class Agents:
                 self.obs.unavailable += 1
                 if self.abandon.is_set():
                     raise
-                await asyncio.sleep(RETRY_PAUSE)
+                await asyncio.sleep(wl.RETRY_PAUSE)
 
     async def _sleep(self, seconds: float) -> bool:
         """Sleep, or stop early when the run stops; True when the run goes on."""
@@ -303,9 +248,9 @@ class Agents:
             self.obs.acked.append(AskSeen(key, session_id, now()))
         rng = self._random(f"person:{key}")
         if effective.requires_approval:
-            self._spawn(self._person(call, rng))
+            self._spawn(self.people.person(call.key, rng))
         elif rng.random() < 0.03:
-            self._spawn(self._answer_later(call.key, True, rng.uniform(0.05, 1.0)))
+            self._spawn(self.people.answer_later(call.key, True, rng.uniform(0.05, 1.0)))
         return call
 
     async def _await_records(self, session: Session, calls: list[Call]) -> None:
@@ -327,7 +272,7 @@ class Agents:
         call.status = status
         call.done.set()
         if status is ToolCallStatus.OUTCOME_UNKNOWN:
-            self._reconcile_soon(call.session_id)
+            self.reconciling.soon(call.session_id)
 
     async def _listen(self, session: Session) -> None:
         """The session's AgentEvents stream, subscribed again (with past events) after a lost
@@ -344,7 +289,7 @@ class Agents:
                     self._recorded(key, event.status)
             except UNAVAILABLE:
                 self.obs.unavailable += 1
-                await asyncio.sleep(RETRY_PAUSE / 2)
+                await asyncio.sleep(wl.RETRY_PAUSE / 2)
 
     async def _snapshot(self, session_id: str) -> AgentSnapshot | None:
         while True:
@@ -356,7 +301,7 @@ class Agents:
                 self.obs.unavailable += 1
                 if self.abandon.is_set():
                     return None
-                await asyncio.sleep(RETRY_PAUSE)
+                await asyncio.sleep(wl.RETRY_PAUSE)
                 continue
             self.obs.snapshots.append(SnapshotSeen(sent, now(), session_id,
                                                    snapshot.tool_calls))
@@ -374,68 +319,3 @@ class Agents:
             open_sessions = [s for s in self.sessions.values() if s.open]
             if open_sessions:
                 await self._snapshot(rng.choice(open_sessions).session_id)
-
-    # -- people --------------------------------------------------------------------------------
-
-    async def _person(self, call: Call, rng: random.Random) -> None:
-        who = wl.person(rng)
-        if who is Person.MISS:
-            return
-        await asyncio.sleep(wl.answer_after(rng, who, self.config.approval_deadline))
-        await self._answer(call.key, who is not Person.REJECT)
-        if who is Person.TWICE:
-            await self._answer_later(call.key, True, rng.uniform(0.05, 1.0))
-        elif who is Person.FLIP:
-            await self._answer_later(call.key, False, rng.uniform(0.05, 1.0))
-
-    async def _answer_later(self, key: str, approve: bool, after: float) -> None:
-        await asyncio.sleep(after)
-        await self._answer(key, approve)
-
-    async def _answer(self, key: str, approve: bool) -> None:
-        """Answer until a reply comes; an answer whose reply was lost is given again (D-7)."""
-        while not self.abandon.is_set():
-            self.obs.count("approve" if approve else "reject")
-            sent = now()
-            try:
-                reply = await (self.api.approve(key) if approve else self.api.reject(key))
-            except UNAVAILABLE:
-                self.obs.unavailable += 1
-                self.obs.answers.append(AnswerSeen(sent, None, key, approve, None))
-                await asyncio.sleep(RETRY_PAUSE)
-                continue
-            self.obs.answers.append(AnswerSeen(sent, now(), key, approve, reply.accepted,
-                                               reply.text))
-            return
-
-    # -- the reconcile job ---------------------------------------------------------------------
-
-    def _reconcile_soon(self, session_id: str) -> None:
-        if session_id in self.reconcile_due or self.stopping.is_set():
-            return
-        self.reconcile_due.add(session_id)
-        self._spawn(self._reconcile_later(session_id))
-
-    async def _reconcile_later(self, session_id: str) -> None:
-        await asyncio.sleep(self.rng.uniform(0.3, 2.0))
-        self.reconcile_due.discard(session_id)
-        run = await self.reconcile(session_id, crash=self.rng.random() < RECONCILE_CRASH)
-        if run is None or not run.complete:
-            self._reconcile_soon(session_id)
-
-    async def reconcile(self, session_id: str, crash: bool = False) -> ReconcileRun | None:
-        """One run of the job for the session; None when it could not read the history. Runs
-        for one session never overlap."""
-        lock = self.reconcile_locks.setdefault(session_id, asyncio.Lock())
-        async with lock:
-            messenger = _Observed(self.support, self.obs, crash)
-            try:
-                run = await report_unknown_outcomes(messenger, session_id, self.check,
-                                                    REPORT_SOURCE)
-            except UNAVAILABLE:
-                self.obs.unavailable += 1
-                return None
-            crashed = not run.complete
-            self.obs.entries.append(h.ReconcileRan(now(), session_id,
-                                                   len(run.reports) + crashed, crashed))
-            return run

@@ -120,8 +120,9 @@ def _stderr(line: str) -> None:
 
 def cmd_chaos(args: argparse.Namespace) -> int:
     """A chaos run; SIGTERM, like Ctrl-C, stops it after everything is cleaned up."""
+    from atmostonce.chaos.options import ChaosOptions
     from atmostonce.chaos.report import chaos_json, chaos_text
-    from atmostonce.chaos.run import ChaosOptions, run_chaos
+    from atmostonce.chaos.run import run_chaos
 
     options = ChaosOptions(duration=args.duration, workers=args.workers,
                            nemesis=_nemeses(args.nemesis), seed=args.seed,

@@ -10,10 +10,16 @@ are history entries already. Everything here is appended on the harness's event 
 from __future__ import annotations
 
 import collections
+import time
 from dataclasses import dataclass, field
 
 from atmostonce.check import history as h
 from atmostonce.spec.session import AgentSnapshot, ToolCallStatus, ToolCallView
+
+
+def now() -> float:
+    """The clock every observation is stamped with."""
+    return time.monotonic()
 
 
 @dataclass(frozen=True)

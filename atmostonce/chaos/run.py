@@ -1,6 +1,7 @@
 """One chaos run, start to finish: the effect ledger and the engine on loopback, agents and the
 nemesis for the chosen duration, a bounded drain, the history built and checked, and every
-process, proxy and file the run started cleaned up, also on errors and Ctrl-C.
+process, proxy and file the run started cleaned up, also on errors and Ctrl-C. What a run is
+asked to do is its `options.ChaosOptions`; what it found, its `result.ChaosResult`.
 
     result = run_chaos(ChaosOptions(duration=30, nemesis=(NemesisKind.KILL,)), say=print)
     result.ok, result.violations, result.lost, result.double_runs
@@ -23,20 +24,19 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from atmostonce.chaos.agents import Agents
 from atmostonce.chaos.build import build_history
-from atmostonce.chaos.lost import LostRecord, lost_records
-from atmostonce.chaos.nemesis import EngineFailed, FaultLog, Nemesis, NemesisKind
+from atmostonce.chaos.lost import lost_records
+from atmostonce.chaos.nemesis import EngineFailed, FaultLog, Nemesis
 from atmostonce.chaos.observations import Observations
-from atmostonce.check.checkers import DoubleRun
-from atmostonce.check.history import Entry, History, Violation
-from atmostonce.check.loading import DEFAULT_EXECUTOR, load_factory
+from atmostonce.chaos.options import ChaosOptions
+from atmostonce.chaos.result import ChaosResult
+from atmostonce.check.history import History
+from atmostonce.check.loading import load_factory
 from atmostonce.engines.adapter import (
-    DEFAULT_ENGINE,
-    CutMode,
     Engine,
     EngineSetup,
     ExecutorFailure,
@@ -50,145 +50,17 @@ from atmostonce.runtime.processes import Managed, spawn
 from atmostonce.runtime.reconcile import ledger_check
 from atmostonce.runtime.tokens import ensure_token
 from atmostonce.runtime.wire import LOOPBACK
-from atmostonce.sim.stats import RunStats, Totals, run_stats
+from atmostonce.sim.stats import run_stats
 from atmostonce.spec.errors import SpecError
-from atmostonce.spec.protocol import ExecutorConfig
 
-CHAOS_CONFIG = ExecutorConfig(max_attempts=3, retry_backoff=0.2, queue_timeout=10.0,
-                              run_timeout=3.0, heartbeat_timeout=2.5, lease=1.0,
-                              approval_deadline=4.0)
-"""The executor's options on a chaos run: short enough that every timer matters within
-seconds. The lease is well inside the heartbeat timeout (D-12), and the run timeout longer
-than the heartbeat timeout, so a worker killed early in a run is declared lost (TC-REC-LOST)
-and one killed late in a long run is first timed out (TC-AMO-3)."""
-DRAIN = 60.0
-"""Seconds the drain may take for every call to reach a record."""
 RUNS_OVER = 15.0
 """Seconds the drain waits for tool runs still going after their call's record."""
 READY = 20.0
 PROGRESS_EVERY = 10.0
 BUSY_PROBES = 40
 """In-flight calls the nemesis asks the ledger about to find workers running a tool."""
-MAX_DURATION = 24 * 3600.0
-MAX_WORKERS = 16
-MAX_PACE = 20.0
 
 Say = Callable[[str], None]
-
-
-@dataclass(frozen=True)
-class ChaosOptions:
-    duration: float = 60.0
-    workers: int = 3
-    nemesis: tuple[NemesisKind, ...] = tuple(NemesisKind)
-    seed: int = 0
-    fence: bool = False
-    engine: str = DEFAULT_ENGINE
-    executor: str = DEFAULT_EXECUTOR
-    pace: float = 1.0
-    """How many times the default rate of each kind of fault (`nemesis.MEAN_GAP`)."""
-    cuts: tuple[CutMode, ...] = tuple(CutMode)
-    """How a partition may cut a connection: held, dropped, or either."""
-    drain: float = DRAIN
-    """Seconds the drain may take for every call to reach a record."""
-    sessions: int = 0
-    """Sessions running at a time; 0 for four per worker."""
-    workdir: Path | None = None
-    """Where to keep the run's files (journal, ledger, logs); when None, a temporary directory
-    that is removed afterwards, unless the executor under test failed (then it is kept)."""
-
-    def check(self) -> None:
-        """SpecError, one line, for options no run can have."""
-        if not 0 < self.duration <= MAX_DURATION:
-            raise SpecError(f"--duration must be more than 0 and at most {MAX_DURATION:g} "
-                            f"seconds, got {self.duration:g}")
-        if not 1 <= self.workers <= MAX_WORKERS:
-            raise SpecError(f"--workers must be between 1 and {MAX_WORKERS}, got {self.workers}")
-        if not 0 < self.pace <= MAX_PACE:
-            raise SpecError(f"--pace must be more than 0 and at most {MAX_PACE:g}, got "
-                            f"{self.pace:g}")
-        if self.seed < 0:
-            raise SpecError(f"--seed must be >= 0, got {self.seed}")
-        if not self.cuts:
-            raise SpecError("--cuts needs at least one of hold, drop")
-        if self.drain <= 0:
-            raise SpecError(f"the drain must last more than 0 seconds, got {self.drain:g}")
-        if self.sessions < 0:
-            raise SpecError(f"sessions must be >= 0, got {self.sessions}")
-
-    @property
-    def config(self) -> ExecutorConfig:
-        return replace(CHAOS_CONFIG, fence=self.fence)
-
-    def command(self) -> str:
-        """The command that runs the same seed, workload and fault schedule again (the real
-        processes decide the exact interleaving, so a rerun may take another path)."""
-        parts = [f"atmostonce chaos --duration {self.duration:g} --workers {self.workers}",
-                 f"--nemesis {','.join(k.value for k in self.nemesis) or 'none'}",
-                 f"--seed {self.seed}"]
-        if self.pace != 1.0:
-            parts.append(f"--pace {self.pace:g}")
-        if set(self.cuts) != set(CutMode):
-            parts.append(f"--cuts {','.join(c.value for c in self.cuts)}")
-        if self.fence:
-            parts.append("--fence")
-        if self.engine != DEFAULT_ENGINE:
-            parts.append(f"--engine {self.engine}")
-        if self.executor != DEFAULT_EXECUTOR:
-            parts.append(f"--executor {self.executor}")
-        return " ".join(parts)
-
-
-@dataclass
-class ChaosResult:
-    options: ChaosOptions
-    engine: str
-    entries: list[Entry]
-    violations: list[Violation]
-    lost: list[LostRecord]
-    stats: RunStats
-    faults: FaultLog
-    obs: Observations
-    notes: list[str]
-    pids: list[int]
-    seconds: float
-    drained: bool
-    errors: list[str] = field(default_factory=list)
-    executor_failures: list[ExecutorFailure] = field(default_factory=list)
-    """Each time the engine's server stopped because the executor under test failed."""
-    kept: Path | None = None
-    """Where the run's files (journal, ledger, every process's log) were kept, when the
-    executor failed and the directory would otherwise have been removed."""
-
-    @property
-    def double_runs(self) -> tuple[DoubleRun, ...]:
-        return self.stats.double_runs
-
-    @property
-    def witnessed(self) -> frozenset[str]:
-        return self.stats.witnessed
-
-    @property
-    def totals(self) -> Totals:
-        """The run's statistics in the simulator's campaign form, for its report tables."""
-        totals = Totals()
-        totals.add(self.stats)
-        return totals
-
-    @property
-    def ok(self) -> bool:
-        return (not self.violations and not self.lost and not self.errors
-                and not self.executor_failures)
-
-    def failure_lines(self) -> list[str]:
-        """One line per failure of the executor under test, and where the files are."""
-        lines = [f"the executor under test {self.options.executor} failed in the server: "
-                 f"{failure.quoted()} (server log {failure.log})"
-                 for failure in self.executor_failures]
-        if self.kept is not None:
-            lines.append(f"the run's files (journal, ledger, every process's log) are kept in "
-                         f"{self.kept}")
-        return lines
 
 
 @dataclass

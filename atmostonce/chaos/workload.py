@@ -20,6 +20,9 @@ from atmostonce.sim.workload import Person
 from atmostonce.spec.policy import EffectClass, ToolHints, ToolPolicy
 from atmostonce.spec.protocol import ExecutorConfig
 
+RETRY_PAUSE = 0.1
+"""Seconds a client waits before trying again a call whose answer never came."""
+
 Statement = tuple[ToolPolicy | None, ToolHints | None]
 """What the harness registers for a tool: its policy and its framework hints."""
 

@@ -2,9 +2,13 @@
 
 `reference(config)` is the factory `atmostonce verify --executor atmostonce.executor:reference`
 loads. The core is split by job: `state` (the tables), `journal` (the persisted entries),
-`recovery` (the fold that rebuilds the tables from them), `views` (the session API's shapes),
-`timers` (timer ids), `keys` (a call's idempotency key) and `core` (the rules, one small method
-each); `mutants` holds its deliberately broken variants (`atmostonce.executor.mutants:NAME`).
+`facts` and `reader` (what each entry states, and reading entries back into facts), `recovery`
+(the fold that rebuilds the tables from them), `views` (the session API's shapes), `timers`
+(timer ids), `keys` (a call's idempotency key), `members` (enum members the rules test, as
+module names), and the rules, one small method each, one concern to a module: `policies`
+(policies and sessions), `attempts` (attempts and records), `approvals` (asking and approval),
+`workers` and `restart`, all of them joined in `core`; `mutants` holds its deliberately broken
+variants (`atmostonce.executor.mutants:NAME`).
 
 It imports `atmostonce.spec` only (the protocol it speaks is `atmostonce.spec.protocol`), never
 the model it is checked against; `runtime` and `engines` above it may import it.

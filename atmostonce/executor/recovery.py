@@ -1,7 +1,7 @@
 """Rebuilding the executor's tables from its journal: a pure fold, one fact at a time (D-8).
 
 The fold restores what the journal says happened and decides nothing new: what a restart does
-with attempts that were out at a worker is `core.ReferenceExecutor.recover`'s job. Entries that
+with attempts that were out at a worker is `restart.RestartRules.recover`'s job. Entries that
 are malformed, or that name a session, call or attempt no earlier entry created, raise a one-line
 SpecError naming the entry. Judging whether the journal followed the rules is the checkers' job,
 so a fold never refuses a well-formed fact for breaking one.
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-from atmostonce.executor import journal
+from atmostonce.executor import facts, reader
 from atmostonce.executor.state import (
     ENDS_FROM,
     Attempt,
@@ -54,17 +54,17 @@ class _Fold:
         self.decide = decide
         self.index = 0
         self._folds: dict[type, Callable[[Any], None]] = {
-            journal.PolicySet: self.policy_set,
-            journal.SessionOpened: self.session_opened,
-            journal.Asked: self.asked,
-            journal.Answered: self.answered,
-            journal.Queued: self.queued,
-            journal.Handed: self.handed,
-            journal.Ended: self.ended,
-            journal.Recorded: self.recorded,
-            journal.UserMessageAdded: self.user_message,
-            journal.RunOver: self.run_over,
-            journal.WorkerLost: self.worker_lost,
+            facts.PolicySet: self.policy_set,
+            facts.SessionOpened: self.session_opened,
+            facts.Asked: self.asked,
+            facts.Answered: self.answered,
+            facts.Queued: self.queued,
+            facts.Handed: self.handed,
+            facts.Ended: self.ended,
+            facts.Recorded: self.recorded,
+            facts.UserMessageAdded: self.user_message,
+            facts.RunOver: self.run_over,
+            facts.WorkerLost: self.worker_lost,
         }
 
     def fail(self, problem: str) -> NoReturn:
@@ -88,38 +88,38 @@ class _Fold:
             self.fail(f"attempt {attempt!r} was never queued or has already ended")
         return found
 
-    def apply(self, index: int, fact: journal.Fact) -> None:
+    def apply(self, index: int, fact: facts.Fact) -> None:
         self.index = index
         self._folds[type(fact)](fact)
 
-    def policy_set(self, fact: journal.PolicySet) -> None:
+    def policy_set(self, fact: facts.PolicySet) -> None:
         self.state.policies[fact.tool] = Registered(fact.policy, fact.hints)
 
-    def session_opened(self, fact: journal.SessionOpened) -> None:
+    def session_opened(self, fact: facts.SessionOpened) -> None:
         existing = self.state.sessions.get(fact.session_id)
         if existing is None:
             self.state.sessions[fact.session_id] = Session(fact.session_id, fact.default_effect)
         else:
             existing.default_effect = fact.default_effect
 
-    def answered(self, fact: journal.Answered) -> None:
+    def answered(self, fact: facts.Answered) -> None:
         self.call(fact.key).approval = fact.state
 
-    def recorded(self, fact: journal.Recorded) -> None:
+    def recorded(self, fact: facts.Recorded) -> None:
         call = self.call(fact.key)
         call.outcome, call.output, call.pending = fact.outcome, fact.output, None
         call.session.messages.append(tool_message(call, fact.outcome, fact.output))
 
-    def user_message(self, fact: journal.UserMessageAdded) -> None:
+    def user_message(self, fact: facts.UserMessageAdded) -> None:
         self.session(fact.session_id).messages.append(Message(MessageRole.USER, fact.text))
 
-    def run_over(self, fact: journal.RunOver) -> None:
+    def run_over(self, fact: facts.RunOver) -> None:
         self.state.run_over(fact.attempt, fact.worker)
 
-    def worker_lost(self, fact: journal.WorkerLost) -> None:
+    def worker_lost(self, fact: facts.WorkerLost) -> None:
         self.state.runs_over_at(fact.worker)
 
-    def asked(self, fact: journal.Asked) -> None:
+    def asked(self, fact: facts.Asked) -> None:
         if fact.key in self.state.calls:
             self.fail(f"a second ask for key {fact.key!r}")
         session = self.session(fact.session_id)
@@ -129,7 +129,7 @@ class _Fold:
         self.state.calls[fact.key] = call
         session.calls.append(call)
 
-    def queued(self, fact: journal.Queued) -> None:
+    def queued(self, fact: facts.Queued) -> None:
         call = self.call(fact.key)
         if fact.number != call.attempts_made + 1:
             self.fail(f"attempt {fact.number} of {fact.key!r} follows attempt "
@@ -139,14 +139,14 @@ class _Fold:
                       f"{call.current.number} has not ended")
         self.state.new_attempt(call)
 
-    def handed(self, fact: journal.Handed) -> None:
+    def handed(self, fact: facts.Handed) -> None:
         attempt = self.live(fact.attempt)
         if attempt.phase is Phase.QUEUED:
             self.state.hand(attempt, fact.worker)
         else:
             attempt.worker = fact.worker
 
-    def ended(self, fact: journal.Ended) -> None:
+    def ended(self, fact: facts.Ended) -> None:
         attempt = self.live(fact.attempt)
         if fact.end not in ENDS_FROM[attempt.phase]:
             where = "was never handed out" if attempt.phase is Phase.QUEUED else "was handed out"
@@ -164,4 +164,4 @@ def replay(state: ExecutorState, entries: Sequence[object], decide: Decide) -> N
     """Fold every journal entry into `state`, in order; SpecError on the first bad one."""
     fold = _Fold(state, decide)
     for index, entry in enumerate(entries):
-        fold.apply(index, journal.read_entry(index, entry))
+        fold.apply(index, reader.read_entry(index, entry))

@@ -1,8 +1,8 @@
 """The executor's tables: sessions, calls, live attempts, the queue, workers and abandoned runs.
 
 Pure bookkeeping: the primitives here keep the indexes consistent and decide nothing. The rules
-live in `core` (what happens on each event) and in `atmostonce.spec` (what each rule says);
-`recovery` folds a journal into these same tables.
+live in the rule modules `core` joins (what happens on each event) and in `atmostonce.spec`
+(what each rule says); `recovery` folds a journal into these same tables.
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ import json
 import pytest
 
 from atmostonce.chaos.nemesis import NemesisKind
-from atmostonce.chaos.run import ChaosOptions, run_chaos
+from atmostonce.chaos.options import ChaosOptions
+from atmostonce.chaos.run import run_chaos
 from tests.chaos.conftest import chaos
 from tests.runtime.conftest import gone
 

@@ -9,8 +9,10 @@ import json
 import pytest
 
 from atmostonce.chaos.nemesis import NemesisKind
+from atmostonce.chaos.options import ChaosOptions
 from atmostonce.chaos.report import chaos_text
-from atmostonce.chaos.run import ChaosOptions, ChaosResult, run_chaos
+from atmostonce.chaos.result import ChaosResult
+from atmostonce.chaos.run import run_chaos
 from atmostonce.engines.adapter import CutMode
 from tests.chaos.conftest import chaos
 from tests.runtime.conftest import gone

@@ -80,7 +80,7 @@ def test_the_scan_sees_relative_and_absolute_imports(tmp_path: Path) -> None:
     found = imported_modules(sample, "atmostonce.executor")
     assert {"atmostonce.model.system", "atmostonce.model", "atmostonce.model.check",
             "atmostonce.executor.state"} <= found
-    assert "atmostonce.spec.records" in imported_modules(EXECUTOR_DIR / "core.py")
+    assert "atmostonce.spec.records" in imported_modules(EXECUTOR_DIR / "attempts.py")
 
 
 @pytest.mark.clause("TC-POL-1")

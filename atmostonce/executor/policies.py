@@ -1,0 +1,112 @@
+"""The rules about tools' policies and sessions: a policy registered or changed, a session opened
+with its default, the policy a call resolves at ask time and keeps for every later decision
+(TC-POL-1, TC-SNAP-1, TC-SNAP-2), and a person's words joining a session's history
+(TC-RCN-TELL).
+
+`PolicyRules` is the root of the reference executor's rule classes: each module beside it adds
+one concern on top of those it uses (`attempts`, then `approvals` and `workers`, then `restart`),
+and `core.ReferenceExecutor` is made of them all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from atmostonce.executor import journal
+from atmostonce.executor.state import Call, ExecutorState, Registered, Session
+from atmostonce.spec.policy import EffectClass, EffectivePolicy, Step, resolve_policy, step_for
+from atmostonce.spec.protocol import (
+    Command,
+    ExecutorConfig,
+    OpenSession,
+    Persist,
+    Reply,
+    SetPolicy,
+    UserMessage,
+)
+from atmostonce.spec.session import Message, MessageRole
+
+# Enum members tested on every step, as module names (see `members`).
+_CALL_TOOL = Step.CALL_TOOL
+_SINGLE_ATTEMPT = Step.CALL_SINGLE_ATTEMPT_TOOL
+
+# TC-EFF-*: the Step that runs each effect class (spec.policy.step_for), by the class's value:
+# a string's hash is cached, an enum member's is computed in Python.
+_STEP_OF: Mapping[str, Step] = {e._value_: step_for(e) for e in EffectClass}
+
+
+class PolicyRules:
+    """Policies and sessions (TC-POL-1, TC-SNAP-1, TC-SNAP-2, TC-RCN-TELL)."""
+
+    config: ExecutorConfig
+    state: ExecutorState
+    _resolved: dict[str, dict[str | None, EffectivePolicy]]
+    """Resolved policies by tool, then by the value of the session default; forgotten
+    whenever a policy changes."""
+
+    # -- policies and sessions --------------------------------------------------------------------
+
+    def on_set_policy(self, event: SetPolicy) -> list[Command]:
+        """Register or change a tool's policy; calls already asked keep theirs (TC-SNAP-2)."""
+        self.state.policies[event.tool] = Registered(event.policy, event.hints)
+        self._resolved.clear()
+        return [Persist(journal.policy_entry(event.at, event.tool, event.policy, event.hints))]
+
+    def on_open_session(self, event: OpenSession) -> list[Command]:
+        out: list[Command] = []
+        self.open_session(event.session_id, event.default_effect, event.at, out)
+        return out
+
+    def open_session(self, session_id: str, default_effect: EffectClass | None, at: float,
+                     out: list[Command]) -> Session:
+        session = self.state.sessions.get(session_id)
+        if session is None:
+            session = Session(session_id, default_effect)
+            self.state.sessions[session_id] = session
+        else:
+            session.default_effect = default_effect
+        out.append(Persist(journal.session_entry(at, session_id, default_effect)))
+        return session
+
+    def resolve(self, tool: str, session: Session) -> EffectivePolicy:
+        """The tool's effective policy now: its policy, else its framework hints, else the
+        session default, else unclassified (TC-POL-1, TC-APR-5, D-1)."""
+        default = session.default_effect
+        of_tool = self._resolved.get(tool)
+        if of_tool is None:
+            of_tool = self._resolved[tool] = {}
+        slot = default._value_ if default is not None else None
+        policy = of_tool.get(slot)
+        if policy is None:
+            registered = self.state.policies.get(tool)
+            if registered is None:
+                policy = resolve_policy(None, None, default)
+            else:
+                policy = resolve_policy(registered.policy, registered.hints, default)
+            of_tool[slot] = policy
+        return policy
+
+    def policy_of(self, call: Call) -> EffectivePolicy:
+        """The policy every decision about `call` reads: the one it kept from ask time
+        (TC-SNAP-1, TC-SNAP-2)."""
+        return call.policy
+
+    def single(self, call: Call) -> bool:
+        """Whether the call runs in CallSingleAttemptTool (TC-EFF-NONIDEM, TC-EFF-UNCL)."""
+        return _STEP_OF[self.policy_of(call).effect._value_] is _SINGLE_ATTEMPT
+
+    def max_attempts(self, policy: EffectivePolicy) -> int:
+        """CallTool makes up to `max_attempts` attempts, CallSingleAttemptTool one (TC-POL-2)."""
+        return self.config.max_attempts if _STEP_OF[policy.effect._value_] is _CALL_TOOL \
+            else 1
+
+    # -- the session's history --------------------------------------------------------------------
+
+    def on_user_message(self, event: UserMessage) -> list[Command]:
+        """`send_user_message`: the text joins the history as the user's words (TC-RCN-TELL)."""
+        session = self.state.sessions.get(event.session_id)
+        if session is None:
+            return [Reply(event.request, False, f"no session {event.session_id!r}")]
+        session.messages.append(Message(MessageRole.USER, event.text))
+        return [Persist(journal.user_message_entry(event.at, event.session_id, event.text)),
+                Reply(event.request, True)]
