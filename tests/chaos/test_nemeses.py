@@ -15,9 +15,11 @@ from atmostonce.chaos.result import ChaosResult
 from atmostonce.chaos.run import run_chaos
 from atmostonce.engines.adapter import CutMode
 from tests.chaos.conftest import chaos
-from tests.runtime.conftest import gone
+from tests.runtime.conftest import gone, patience
 
 DURATION = 6.0
+"""Seconds of faults on an idle machine; longer under load, where each fault takes longer to
+inject and fewer fit in the same wall-clock time (the counts below need at least two)."""
 PACE = 2.0
 
 
@@ -31,8 +33,8 @@ def clean(result: ChaosResult) -> None:
 
 def run(kind: NemesisKind, seed: int, cuts: tuple[CutMode, ...] = tuple(CutMode)
         ) -> ChaosResult:
-    return run_chaos(ChaosOptions(duration=DURATION, nemesis=(kind,), pace=PACE, seed=seed,
-                                  cuts=cuts))
+    return run_chaos(ChaosOptions(duration=DURATION * patience(), nemesis=(kind,), pace=PACE,
+                                  seed=seed, cuts=cuts))
 
 
 @pytest.mark.clause("TC-AMO-1", "TC-AMO-2", "TC-REC-LOST", "TC-REC-EXHAUST-OTHER",
