@@ -31,6 +31,7 @@ from hypothesis import strategies as st
 
 from atmostonce import arguments, cli
 from atmostonce.spec.errors import SpecError
+from tests.load import patience
 
 T = TypeVar("T")
 TIMEOUT = 60.0
@@ -350,7 +351,7 @@ def run_case(item: Case, root: Path) -> Outcome:
                                env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        out, err = process.communicate(timeout=TIMEOUT)
+        out, err = process.communicate(timeout=TIMEOUT * patience())
         code: int | None = process.returncode
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.load import patience
+
 SCRIPT = Path(sys.executable).with_name("atmostonce")
 
 MODULE = '''\
@@ -32,7 +34,7 @@ def script(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("ATMOSTONCE_") and k != "PYTHONPATH"}
     return subprocess.run([str(SCRIPT), *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=120, check=False)
+                          text=True, timeout=120 * patience(), check=False)
 
 
 @pytest.fixture

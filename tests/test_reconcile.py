@@ -32,6 +32,7 @@ from atmostonce.spec.session import (
     MessageRole,
     ToolCallStatus,
 )
+from tests.load import patience
 from tests.runtime.conftest import eventually
 
 CONFIG = ExecutorConfig(heartbeat_timeout=2.0, lease=1.0, retry_backoff=0.1,
@@ -92,7 +93,7 @@ def reconcile_cli(cluster: Cluster, *args: str, env: dict[str, str] | None = Non
 
 
 def finished(process: subprocess.Popen[str]) -> tuple[int, str, str]:
-    out, err = process.communicate(timeout=60)
+    out, err = process.communicate(timeout=60 * patience())
     return process.returncode, out, err
 
 
@@ -104,7 +105,7 @@ def test_a_job_killed_between_a_send_and_its_return_then_rerun_reports_each_call
     loop = LoopThread("test-proxy")
     proxy = Proxy(("127.0.0.1", cluster.server_port))
     try:
-        port = loop.run(proxy.start(), timeout=10)
+        port = loop.run(proxy.start(), timeout=10 * patience())
         job = reconcile_cli(cluster, "--session", session, "--server", f"127.0.0.1:{port}",
                             "--check", "tests.reconcile_check:check", "--json",
                             env={"RECONCILE_MARKERS": str(tmp_path)})
@@ -125,7 +126,7 @@ def test_a_job_killed_between_a_send_and_its_return_then_rerun_reports_each_call
             assert not (tmp_path / "checking-2").exists()
             assert reports_of(client, session) == [first_key]
     finally:
-        loop.run(proxy.close(), timeout=10)
+        loop.run(proxy.close(), timeout=10 * patience())
         loop.close()
 
     ledger_address = cluster.ledger_address
@@ -217,7 +218,8 @@ def test_bad_input_exits_2_with_one_line(tmp_path: Path, args: list[str], says: 
     env = {k: v for k, v in os.environ.items() if not k.startswith("ATMOSTONCE_")}
     env["ATMOSTONCE_TOKEN_FILE"] = str(token)
     done = subprocess.run([sys.executable, "-m", "atmostonce", "reconcile", *args], cwd=ROOT,
-                          env=env, capture_output=True, text=True, timeout=60, check=False)
+                          env=env, capture_output=True, text=True, timeout=60 * patience(),
+                          check=False)
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr.startswith("atmostonce: error: ")
     assert says in done.stderr
@@ -228,7 +230,7 @@ def test_without_a_token_file_reconcile_says_where_to_give_one() -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ATMOSTONCE_")}
     done = subprocess.run([sys.executable, "-m", "atmostonce", "reconcile", "--session", "s1",
                            "--server", "127.0.0.1:1"], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=60, check=False)
+                          text=True, timeout=60 * patience(), check=False)
     assert done.returncode == 2
     assert done.stderr == ("atmostonce: error: no token file: pass --token-file PATH or set "
                            "$ATMOSTONCE_TOKEN_FILE\n")

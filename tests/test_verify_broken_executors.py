@@ -15,13 +15,14 @@ import pytest
 from atmostonce import verify
 from atmostonce.verify import CheckResult, Planned
 from tests.check.broken_executors import BROKEN, path
+from tests.load import patience
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "atmostonce", *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300, check=False)
+                          capture_output=True, text=True, timeout=300 * patience(), check=False)
 
 
 def _has(details: list[str], words: tuple[str, ...]) -> bool:

@@ -17,7 +17,8 @@ from atmostonce.engines.adapter import Engine, EngineSetup
 from atmostonce.engines.reference import engine
 from atmostonce.spec.protocol import ExecutorConfig
 from tests.chaos.conftest import ROOT, chaos
-from tests.runtime.conftest import gone, interruptible, patience
+from tests.load import patience
+from tests.runtime.conftest import gone, interruptible
 
 
 @pytest.mark.parametrize(("args", "says"), [

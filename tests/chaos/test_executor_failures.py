@@ -15,6 +15,7 @@ from atmostonce.engines.reference.adapter import executor_failure
 from atmostonce.runtime.processes import Managed
 from tests.chaos.conftest import ROOT, chaos
 from tests.check.broken_executors import path
+from tests.load import patience
 from tests.runtime.conftest import gone
 
 RAISES = path("raises_on_ask")
@@ -36,7 +37,7 @@ def test_verify_runtime_names_the_executor_quotes_the_log_and_keeps_the_files(
     done = subprocess.run(
         [sys.executable, "-m", "atmostonce", "verify", "--executor", RAISES, "--layers",
          "runtime", "--json"], cwd=ROOT, env={**os.environ, "TMPDIR": str(tmp_path)},
-        capture_output=True, text=True, timeout=240, check=False)
+        capture_output=True, text=True, timeout=240 * patience(), check=False)
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
     assert "Traceback" not in done.stderr
     check = json.loads(done.stdout)["checks"][0]
@@ -61,7 +62,7 @@ def test_chaos_names_an_executor_that_fails_before_its_server_serves(tmp_path: P
     its files are kept and every process it started is gone."""
     broken = path("recover_raises")
     done = chaos("--executor", broken, "--duration", "5", "--json",
-                 env={"TMPDIR": str(tmp_path)}, timeout=180)
+                 env={"TMPDIR": str(tmp_path)}, timeout=180 * patience())
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
     report = json.loads(done.stdout)
     failure = report["executor_failures"][0]

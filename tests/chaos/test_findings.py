@@ -26,7 +26,8 @@ from atmostonce.runtime.tokens import ensure_token
 from atmostonce.spec.policy import EffectClass, ToolPolicy
 from atmostonce.spec.protocol import ExecutorConfig
 from atmostonce.spec.session import ToolCallFinished, ToolCallStatus
-from tests.runtime.conftest import gone, patience
+from tests.load import patience
+from tests.runtime.conftest import gone
 
 CONFIG = ExecutorConfig(heartbeat_timeout=2.5, lease=1.0, retry_backoff=0.2,
                         queue_timeout=10.0, run_timeout=30.0)

@@ -15,7 +15,8 @@ from atmostonce.chaos.result import ChaosResult
 from atmostonce.chaos.run import run_chaos
 from atmostonce.engines.adapter import CutMode
 from tests.chaos.conftest import chaos
-from tests.runtime.conftest import gone, patience
+from tests.load import patience
+from tests.runtime.conftest import gone
 
 DURATION = 6.0
 """Seconds of faults on an idle machine; longer under load, where each fault takes longer to

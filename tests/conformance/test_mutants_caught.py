@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from atmostonce.executor.mutants import EXECUTOR_MUTANTS, ExecutorMutant
+from tests.load import patience
 
 
 @pytest.mark.clause("TC-EFF-NONIDEM", "TC-AMO-1", "TC-REC-NOTRUN", "TC-APR-2", "TC-SNAP-1",
@@ -18,7 +19,7 @@ def test_verify_exits_1_for_the_executor_mutant(mutant: ExecutorMutant) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "atmostonce", "verify", "--layers", "conformance",
          "--executor", f"atmostonce.executor.mutants:{mutant.name}"],
-        capture_output=True, text=True, check=False, timeout=300)
+        capture_output=True, text=True, check=False, timeout=300 * patience())
     assert done.returncode == 1, done.stdout + done.stderr
     assert "DISAGREES" in done.stdout
     assert "schedule:" in done.stdout
@@ -32,7 +33,7 @@ def test_verify_exits_1_for_the_executor_mutant(mutant: ExecutorMutant) -> None:
 ])
 def test_verify_rejects_a_bad_executor_path_with_exit_2(path: str, message: str) -> None:
     done = subprocess.run([sys.executable, "-m", "atmostonce", "verify", "--executor", path],
-                          capture_output=True, text=True, check=False, timeout=60)
+                          capture_output=True, text=True, check=False, timeout=60 * patience())
     assert done.returncode == 2
     assert message in done.stderr
     assert done.stderr.count("\n") == 1

@@ -15,6 +15,7 @@ from atmostonce.runtime.client import Client
 from atmostonce.runtime.processes import Cluster
 from atmostonce.spec.protocol import ExecutorConfig
 from atmostonce.spec.session import ToolCallFinished, ToolCallView
+from tests.load import patience
 
 T = TypeVar("T")
 
@@ -34,16 +35,6 @@ def client(cluster: Cluster) -> Iterator[Client]:
     cluster.respawn_workers()
     with cluster.client() as opened:
         yield opened
-
-
-def patience() -> float:
-    """How much longer than on an idle machine a wait may take here: 1 on an idle machine,
-    more when the load average says other work shares the cores. ATMOSTONCE_TEST_PATIENCE sets
-    it outright."""
-    given = os.environ.get("ATMOSTONCE_TEST_PATIENCE")
-    if given:
-        return max(1.0, float(given))
-    return max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
 
 
 def eventually(what: str, probe: Callable[[], T | None], limit: float = LIMIT) -> T:

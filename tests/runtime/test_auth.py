@@ -25,7 +25,8 @@ from atmostonce.runtime.wire import WIRE_VERSION, WrongPeer, connect, hello
 from atmostonce.spec.errors import SpecError
 from atmostonce.spec.policy import EffectClass, ToolPolicy
 from atmostonce.spec.session import ToolCallStatus
-from tests.runtime.conftest import CONFIG, LIMIT, eventually, patience
+from tests.load import patience
+from tests.runtime.conftest import CONFIG, LIMIT, eventually
 
 WRONG = "not-the-token"
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from atmostonce.runtime.commands import register
+from tests.load import patience
 
 MODULE = [sys.executable, "-m", "atmostonce.runtime"]
 WORKER = ["worker", "--server", "127.0.0.1:1", "--ledger", "127.0.0.1:1", "--token-file",
@@ -18,7 +19,7 @@ WORKER = ["worker", "--server", "127.0.0.1:1", "--ledger", "127.0.0.1:1", "--tok
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*MODULE, *args], capture_output=True, text=True, timeout=30,
+    return subprocess.run([*MODULE, *args], capture_output=True, text=True, timeout=30 * patience(),
                           check=False)
 
 

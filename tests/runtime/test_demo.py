@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tests.runtime.conftest import patience
+from tests.load import patience
 
 
 @pytest.mark.clause("TC-AMO-2", "TC-APR-3", "TC-RCN-TELL", "TC-RCN-ONCE")

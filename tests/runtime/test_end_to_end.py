@@ -17,7 +17,8 @@ from atmostonce.spec.errors import SpecError
 from atmostonce.spec.policy import EffectClass, ToolPolicy
 from atmostonce.spec.records import OUTCOME_UNKNOWN_ERROR
 from atmostonce.spec.session import OUTCOME_UNKNOWN_TOOL_RESULT, MessageRole, ToolCallStatus
-from tests.runtime.conftest import CONFIG, call_of, eventually, finished, patience
+from tests.load import patience
+from tests.runtime.conftest import CONFIG, call_of, eventually, finished
 
 READ = ToolPolicy(EffectClass.READ)
 NONIDEM_NO_APPROVAL = ToolPolicy(EffectClass.NON_IDEMPOTENT_WRITE, requires_approval=False)

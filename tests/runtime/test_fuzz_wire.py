@@ -30,7 +30,8 @@ from atmostonce.runtime.processes import Cluster
 from atmostonce.runtime.wire import MAX_LINE, WIRE_VERSION, connect, encode, hello
 from atmostonce.spec.policy import EffectClass, ToolPolicy
 from atmostonce.spec.session import ToolCallStatus
-from tests.runtime.conftest import CONFIG, LIMIT, eventually, patience
+from tests.load import patience
+from tests.runtime.conftest import CONFIG, LIMIT, eventually
 
 EXAMPLES = int(os.environ.get("ATMOSTONCE_FUZZ_EXAMPLES", "150"))
 SESSION = "fuzz-victim"

@@ -29,6 +29,7 @@ from atmostonce.runtime.journal import (
 )
 from atmostonce.spec.errors import SpecError
 from atmostonce.spec.protocol import ExecutorConfig
+from tests.load import patience
 
 SESSION = {"type": "session", "at": 1.0, "session_id": "s", "default_effect": None}
 
@@ -206,7 +207,7 @@ def test_serve_refuses_a_foreign_journal_with_exit_2_and_one_line(tmp_path: Path
     before = digest(path)
     done = subprocess.run([sys.executable, "-m", "atmostonce.runtime", "serve",
                            "--journal", str(path), "--port", "0"],
-                          capture_output=True, text=True, timeout=30, check=False)
+                          capture_output=True, text=True, timeout=30 * patience(), check=False)
     assert done.returncode == 2
     assert done.stderr.startswith("atmostonce: error: journal ")
     assert done.stderr.count("\n") == 1

@@ -20,6 +20,7 @@ from atmostonce.check.services import Service
 from atmostonce.runtime.ledger import services_with
 from atmostonce.runtime.ledger_store import LedgerStore
 from atmostonce.spec.errors import SpecError
+from tests.load import patience
 
 
 def store(tmp_path: Path) -> LedgerStore:
@@ -131,7 +132,7 @@ def test_a_ledger_that_cannot_take_its_port_creates_no_file(
         db = tmp_path / "ledger.db"
         done = subprocess.run([sys.executable, "-m", "atmostonce", "ledger", "--db", str(db),
                                "--host", host, "--port", str(port)],
-                              capture_output=True, text=True, timeout=60, check=False)
+                              capture_output=True, text=True, timeout=60 * patience(), check=False)
     finally:
         taken.close()
     assert done.returncode == 2, done.stderr

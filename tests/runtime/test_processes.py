@@ -16,7 +16,8 @@ import pytest
 from atmostonce.runtime.processes import Cluster
 from atmostonce.spec.errors import SpecError
 from atmostonce.spec.protocol import ExecutorConfig
-from tests.runtime.conftest import CONFIG, eventually, gone, interruptible, patience
+from tests.load import patience
+from tests.runtime.conftest import CONFIG, eventually, gone, interruptible
 
 
 def test_close_stops_every_process_even_after_an_exception() -> None:

@@ -13,7 +13,8 @@ from atmostonce.runtime.processes import Cluster
 from atmostonce.runtime.worker import FENCED_EXIT
 from atmostonce.spec.policy import EffectClass, ToolPolicy
 from atmostonce.spec.session import ToolCallStatus
-from tests.runtime.conftest import CONFIG, eventually, finished, patience
+from tests.load import patience
+from tests.runtime.conftest import CONFIG, eventually, finished
 
 NONIDEM = ToolPolicy(EffectClass.NON_IDEMPOTENT_WRITE, requires_approval=False)
 LATE_WRITE = {"order_id": "1", "write_at": 1.6, "duration": 3.0}
@@ -52,7 +53,7 @@ def test_a_paused_worker_declared_lost_never_takes_effect_when_it_resumes(
         assert finished(client, "fence-worker", "c1").status is ToolCallStatus.OUTCOME_UNKNOWN
         declared = time.monotonic()
         cluster.resume(worker)
-        assert worker.wait(timeout=5.0) == FENCED_EXIT
+        assert worker.wait(timeout=5.0 * patience()) == FENCED_EXIT
         writes = ledger.writes(key)
         assert all(not w.applied for w in writes)
         assert [r.end for r in ledger.runs(key)] == ["stopped"]

@@ -25,7 +25,7 @@ from atmostonce.spec.errors import SpecError
 from atmostonce.spec.policy import EffectClass, ToolPolicy
 from atmostonce.spec.protocol import ExecutorConfig
 from atmostonce.spec.session import ToolCallStatus
-from tests.runtime.conftest import patience
+from tests.load import patience
 
 CONFIG = ExecutorConfig(heartbeat_timeout=4.0, lease=2.0)
 LIMIT = 10.0 * patience()

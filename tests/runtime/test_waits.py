@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.runtime.conftest import eventually, patience
+from tests.load import patience
+from tests.runtime.conftest import eventually
 
 
 def test_eventually_waits_past_empty_and_false_values() -> None:

@@ -21,7 +21,8 @@ import pytest
 from atmostonce.runtime.processes import Cluster
 from atmostonce.runtime.wire import LOOPBACK
 from atmostonce.spec.policy import EffectClass, ToolPolicy
-from tests.runtime.conftest import CONFIG, eventually, patience
+from tests.load import patience
+from tests.runtime.conftest import CONFIG, eventually
 
 STOPPED_WITHIN = 1.0 * patience()
 """The bound the worker's stop must keep, from the signal to the process gone: a second on an
@@ -91,7 +92,7 @@ class Worker:
     def finish(self) -> tuple[int, str]:
         """Wait for the process to exit by itself: its status and its stderr."""
         try:
-            code = self.popen.wait(timeout=30)
+            code = self.popen.wait(timeout=30 * patience())
         finally:
             if self.popen.poll() is None:
                 self.popen.kill()
@@ -130,7 +131,7 @@ def test_an_idle_polling_worker_stops_within_a_second(cluster: Cluster, signum: 
     assert started.alive
     began = time.monotonic()
     started.signal(signum)
-    assert started.wait(10) == 0
+    assert started.wait(10 * patience()) == 0
     assert time.monotonic() - began < STOPPED_WITHIN
 
 
@@ -143,7 +144,7 @@ def test_a_worker_with_a_run_in_hand_stops_it_within_a_second_and_tells_the_ledg
         eventually("the run started", lambda: ledger.runs(key))
         began = time.monotonic()
         started.signal(signal.SIGTERM)
-        assert started.wait(10) == 0
+        assert started.wait(10 * patience()) == 0
         assert time.monotonic() - began < STOPPED_WITHIN
         run = ledger.runs(key)[0]
         assert run.end == "stopped"
