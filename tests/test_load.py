@@ -7,11 +7,11 @@ import pytest
 from tests.load import patience
 
 
-def test_patience_is_the_given_factor_or_the_load_per_core(
+def test_patience_follows_the_setting_and_is_never_below_one(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ATMOSTONCE_TEST_PATIENCE", "4")
-    assert patience() == 4.0
-    monkeypatch.setenv("ATMOSTONCE_TEST_PATIENCE", "0.5")
+    monkeypatch.setenv("ATMOSTONCE_TEST_PATIENCE", "3")
+    assert patience() == 3.0
+    monkeypatch.setenv("ATMOSTONCE_TEST_PATIENCE", "0.1")
     assert patience() == 1.0
     monkeypatch.delenv("ATMOSTONCE_TEST_PATIENCE")
     assert patience() >= 1.0
