@@ -2,9 +2,11 @@
 `atmostonce.spec.protocol` in simulated time, with every random choice derived from one seed.
 
 `workload` draws what the agent, the people and the tools do; `faults` the profiles and a
-seed's fault schedule; `engine` runs a scenario (`server` hosts the executor, `network` carries
-messages, `workers` run tools, `agents` are the model, the people and the reconcile job,
-`ledger` the services tools write to); the history it records is checked online by
-`atmostonce.check.checkers`. `run` runs one seed, `campaign` many, `shrink` minimises a failing
-fault schedule, `report` and `commands` are the `simulate` and `replay` commands.
+seed's fault schedule; `engine` runs a scenario: its simulation holds the clock, the event
+queue and the history, and drives passive parts that see it only through `loop` (`server`
+hosts the executor, `network` carries messages, `workers` run tools, `agents` are the model,
+the people and the reconcile job, `ledger` the services tools write to); the history is
+checked online by `atmostonce.check.checkers`. `run` runs one seed, `campaign` many, `shrink`
+minimises a failing fault schedule, `report` and `commands` are the `simulate` and `replay`
+commands.
 """

@@ -11,16 +11,17 @@ with `send_user_message`; it may die after a send, and is simply run again (TC-R
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 from atmostonce.check import history as h
-from atmostonce.sim.workload import CallPlan, Person, RunPlan, SessionPlan
+from atmostonce.check.policies import PolicyBook
+from atmostonce.sim.ledger import Ledger
+from atmostonce.sim.loop import Handler, Loop
+from atmostonce.sim.server import ExecutorHost
+from atmostonce.sim.workload import CallPlan, Person, RunPlan, SessionPlan, Workload
 from atmostonce.spec import protocol as p
 from atmostonce.spec.reconcile import pending_reports, report_text
 from atmostonce.spec.session import AgentSnapshot, ToolCallStatus
-
-if TYPE_CHECKING:
-    from atmostonce.sim.engine import Simulation
 
 SETTLE = 4.0
 """Seconds from the end of the workload to the final checks; reconcile runs twice meanwhile."""
@@ -71,8 +72,20 @@ class SessionRun:
 class Agents:
     """The model, the people and the reconcile job of one simulation."""
 
-    def __init__(self, sim: Simulation) -> None:
-        self.sim = sim
+    def __init__(self, loop: Loop, server: ExecutorHost, workload: Workload,
+                 policies: PolicyBook, ledger: Ledger, quiesce: Callable[[], None],
+                 finalize: Handler) -> None:
+        """`policies` are the policies in force, as the people and the model see them;
+        `ledger` is where the reconcile job reads what tools did; once every session is done,
+        `quiesce` ends the faults and `finalize`, scheduled a settling time later, ends the
+        run."""
+        self.loop = loop
+        self.server = server
+        self.workload = workload
+        self.policies = policies
+        self.ledger = ledger
+        self.quiesce = quiesce
+        self.finalize = finalize
         self.sessions: dict[str, SessionRun] = {}
         self.calls: dict[str, CallRun] = {}
         self.by_args: dict[str, CallRun] = {}
@@ -84,22 +97,26 @@ class Agents:
         self.unknown_sessions: dict[str, None] = {}
         self.reports = 0
         self.reconcile_runs = 0
+        self.reconcile_crashes = 0
+        """Reconcile runs still to die after their first send (the fault schedule arms them;
+        quiescence clears them)."""
         self.seen: dict[str, tuple[ToolCallStatus, str]] = {}
 
     def start(self) -> None:
-        for plan in self.sim.scenario.workload.sessions:
-            self.sim.at(plan.start, self._open, plan)
+        at = self.loop.at
+        for plan in self.workload.sessions:
+            at(plan.start, self._open, plan)
             self.left += 1
 
     # -- the model ------------------------------------------------------------------------------
 
     def _open(self, plan: SessionPlan, _b: object) -> None:
-        sim = self.sim
+        loop = self.loop
         run = SessionRun(plan)
         self.sessions[plan.session_id] = run
-        sim.policies.set_default(plan.session_id, plan.default_effect)
-        sim.record(h.SessionOpened(sim.now, plan.session_id, plan.default_effect))
-        sim.feed(p.OpenSession(sim.now, plan.session_id, plan.default_effect))
+        self.policies.set_default(plan.session_id, plan.default_effect)
+        loop.record(h.SessionOpened(loop.now, plan.session_id, plan.default_effect))
+        self.server.feed(p.OpenSession(loop.now, plan.session_id, plan.default_effect))
         self._turn(run, None)
 
     def _turn(self, run: SessionRun, _b: object) -> None:
@@ -120,12 +137,13 @@ class Agents:
             self._ask(run, turn_id, plan, depth)
         run.asking = False
         if run.pending:
-            self.sim.at(self.sim.now + WATCHDOG, self._watchdog, run, run.turns_asked)
+            loop = self.loop
+            loop.at(loop.now + WATCHDOG, self._watchdog, run, run.turns_asked)
         else:
             self._next_turn(run)
 
     def _ask(self, run: SessionRun, turn_id: str, plan: CallPlan, depth: int) -> None:
-        sim = self.sim
+        loop = self.loop
         self.asked += 1
         number = self.asked
         session_id = run.plan.session_id
@@ -136,12 +154,13 @@ class Agents:
         self.calls[key] = call
         self.by_args[arguments] = call
         run.pending.add(key)
-        sim.record(h.CallAsked(sim.now, key, session_id, turn_id, call_id, plan.tool, arguments))
-        sim.feed(p.Ask(sim.now, session_id, turn_id, call_id, plan.tool, arguments))
-        if call.status is None and sim.policies.now(plan.tool, session_id).requires_approval:
+        loop.record(h.CallAsked(loop.now, key, session_id, turn_id, call_id, plan.tool,
+                                arguments))
+        self.server.feed(p.Ask(loop.now, session_id, turn_id, call_id, plan.tool, arguments))
+        if call.status is None and self.policies.now(plan.tool, session_id).requires_approval:
             self._person(call)
         elif plan.stray:
-            sim.at(sim.now + plan.answer_after, self._answer, key, True)
+            loop.at(loop.now + plan.answer_after, self._answer, key, True)
 
     def on_record(self, key: str, status: ToolCallStatus) -> None:
         """A call's record reached the model: the turn goes on once every call has one."""
@@ -154,7 +173,7 @@ class Agents:
         if status is _OUTCOME_UNKNOWN:
             self._reconcile_soon(run.plan.session_id)
         if status in _ASK_AGAIN and call.plan.reask and call.depth < 2:
-            spares = self.sim.scenario.workload.spares
+            spares = self.workload.spares
             spare = spares[self.spares % len(spares)]
             self.spares += 1
             run.again.append(CallRun("", run, spare._replace(tool=call.tool), call.depth + 1))
@@ -163,14 +182,16 @@ class Agents:
 
     def _next_turn(self, run: SessionRun) -> None:
         think = run.plan.think[min(run.turns_asked, len(run.plan.think) - 1)]
-        self.sim.at(self.sim.now + think, self._turn, run)
+        loop = self.loop
+        loop.at(loop.now + think, self._turn, run)
 
     def _watchdog(self, run: SessionRun, turn: int) -> None:
         if run.turns_asked != turn or not run.pending or run.done:
             return
-        self.observe(run.plan.session_id, self.sim.executor.snapshot(run.plan.session_id))
+        self.observe(run.plan.session_id, self.server.executor.snapshot(run.plan.session_id))
         if run.pending and run.turns_asked == turn:
-            self.sim.at(self.sim.now + WATCHDOG, self._watchdog, run, turn)
+            loop = self.loop
+            loop.at(loop.now + WATCHDOG, self._watchdog, run, turn)
 
     def _session_done(self, run: SessionRun) -> None:
         if run.done:
@@ -178,53 +199,53 @@ class Agents:
         run.done = True
         self.left -= 1
         if self.left == 0:
-            sim = self.sim
-            sim.quiesce()
-            sim.at(sim.now + 1.0, self._final_reconcile)
-            sim.at(sim.now + 2.5, self._final_reconcile)
-            sim.at(sim.now + SETTLE, sim.finalize)
+            loop = self.loop
+            self.quiesce()
+            loop.at(loop.now + 1.0, self._final_reconcile)
+            loop.at(loop.now + 2.5, self._final_reconcile)
+            loop.at(loop.now + SETTLE, self.finalize)
 
     # -- the snapshot -----------------------------------------------------------------------------
 
     def observe(self, session_id: str, snapshot: AgentSnapshot) -> None:
         """Record every change of a call's status or error in the snapshot."""
-        sim = self.sim
+        loop = self.loop
         seen = self.seen
         for view in snapshot.tool_calls:
             key = f"{session_id}/{view.turn_id}/{view.tool_call_id}"
             now = (view.status, view.error)
             if seen.get(key) != now:
                 seen[key] = now
-                sim.record(h.SnapshotSeen(sim.now, key, view.status, view.error,
-                                          view.idempotency_key))
+                loop.record(h.SnapshotSeen(loop.now, key, view.status, view.error,
+                                           view.idempotency_key))
                 if view.status.final:
                     self.on_record(key, view.status)
 
     def observe_all(self) -> None:
+        server = self.server
         for session_id in self.sessions:
-            self.observe(session_id, self.sim.executor.snapshot(session_id))
+            self.observe(session_id, server.executor.snapshot(session_id))
 
     # -- people -----------------------------------------------------------------------------------
 
     def _person(self, call: CallRun) -> None:
         """D-7: approve, reject, never answer, answer late, twice, or change one's mind."""
-        sim = self.sim
+        at = self.loop.at
         plan = call.plan
         person = plan.person
-        first = sim.now + plan.answer_after
+        first = self.loop.now + plan.answer_after
         if person is _MISS:
             return
-        sim.at(first, self._answer, call.key, person is not _REJECT)
+        at(first, self._answer, call.key, person is not _REJECT)
         if person is _TWICE:
-            sim.at(first + plan.second_after, self._answer, call.key, True)
+            at(first + plan.second_after, self._answer, call.key, True)
         elif person is _FLIP:
-            sim.at(first + plan.second_after, self._answer, call.key, False)
+            at(first + plan.second_after, self._answer, call.key, False)
 
     def _answer(self, key: str, approve: bool) -> None:
-        sim = self.sim
         self.requests += 1
         request = f"answer-{self.requests}"
-        sim.request(p.Answer(sim.now, request, key, approve), request)
+        self.server.request(p.Answer(self.loop.now, request, key, approve), request)
 
     # -- the reconcile job ------------------------------------------------------------------
 
@@ -232,30 +253,32 @@ class Agents:
         self.unknown_sessions[session_id] = None
         if session_id not in self.reconcile_due:
             self.reconcile_due.add(session_id)
-            self.sim.at(self.sim.now + 0.5 + 2.5 * self.sim.rnd(), self._reconcile, session_id)
+            loop = self.loop
+            loop.at(loop.now + 0.5 + 2.5 * loop.rnd(), self._reconcile, session_id)
 
     def _reconcile(self, session_id: str, _b: object = None) -> None:
         """TC-RCN-ONCE: read the history first, report each unknown call no user message names
         yet, and never retry a send; a crash after a send just means another run later."""
         self.reconcile_due.discard(session_id)
-        sim = self.sim
+        loop = self.loop
+        server = self.server
         self.reconcile_runs += 1
-        snapshot = sim.executor.snapshot(session_id)
+        snapshot = server.executor.snapshot(session_id)
         self.observe(session_id, snapshot)
         sent = 0
         crashed = False
         for pending in pending_reports(session_id, snapshot.messages):
-            text = report_text(REPORT_SOURCE, sim.ledger.finding(pending.key), pending.key)
+            text = report_text(REPORT_SOURCE, self.ledger.finding(pending.key), pending.key)
             self.requests += 1
             request = f"report-{self.requests}"
-            sim.request(p.UserMessage(sim.now, request, session_id, text), request)
+            server.request(p.UserMessage(loop.now, request, session_id, text), request)
             sent += 1
             self.reports += 1
-            if sim.reconcile_crashes > 0 and sim.faults_on:
-                sim.reconcile_crashes -= 1
+            if self.reconcile_crashes > 0:
+                self.reconcile_crashes -= 1
                 crashed = True
                 break
-        sim.record(h.ReconcileRan(sim.now, session_id, sent, crashed))
+        loop.record(h.ReconcileRan(loop.now, session_id, sent, crashed))
         if crashed:
             self._reconcile_soon(session_id)
 

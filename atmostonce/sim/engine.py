@@ -24,7 +24,8 @@ from atmostonce.check.policies import PolicyBook
 from atmostonce.sim.agents import SETTLE, Agents
 from atmostonce.sim.faults import Fault, FaultKind, Profile, schedule
 from atmostonce.sim.ledger import Ledger
-from atmostonce.sim.network import Conn, Network
+from atmostonce.sim.loop import Handler, Queued
+from atmostonce.sim.network import Network
 from atmostonce.sim.server import ExecutorHost
 from atmostonce.sim.workers import Worker
 from atmostonce.sim.workload import Workload, draw, executor_config
@@ -67,18 +68,16 @@ def scenario(seed: int, profile: Profile, only: Iterable[int] | None = None) -> 
     return Scenario(seed, profile, workload, kinds, faults, config)
 
 
-class Simulation(ExecutorHost, Network):
-    """One run of one scenario against one executor factory: the clock and the event queue,
-    the workload's policies and the fault schedule; the server (`ExecutorHost`) and the
-    network (`Network`) are its other parts."""
+class Simulation:
+    """One run of one scenario against one executor factory: the clock, the event queue and the
+    history (the `Loop` its parts see), the workload's policies and the fault schedule. It
+    builds the passive parts, the network, the server (`ExecutorHost`), the workers and the
+    agents, hands each what it needs, and drives them by running the events they schedule."""
 
-    # Slots, because every event reads and writes these: CPython 3.11 stops sharing an
-    # instance dictionary's keys past 30 attributes, and attribute access then slows down.
-    __slots__ = ("_append", "agents", "config", "conns", "crash_armed", "env", "epoch", "error",
-                 "events", "executor", "factory", "faults_on", "finished", "history", "journal",
-                 "ledger", "now", "paused_until", "policies", "queue", "reconcile_crashes",
-                 "record", "restarts", "rnd", "scenario", "seq", "stop_on", "stopped", "timers",
-                 "workers")
+    # Slots, because every event reads and writes these.
+    __slots__ = ("_append", "agents", "error", "events", "faults_on", "finished", "history",
+                 "host", "ledger", "network", "now", "policies", "queue", "record", "rnd",
+                 "scenario", "seq", "stop_on", "stopped", "workers")
 
     def __init__(self, scn: Scenario, factory: p.ExecutorFactory,
                  stop_on: str | None = None, keep: bool = True) -> None:
@@ -86,10 +85,10 @@ class Simulation(ExecutorHost, Network):
         keep the history's entries (a run that only wants the verdict judges them and lets
         them go)."""
         self.scenario = scn
-        self.factory = factory
-        self.config = scn.config
+        config = scn.config
+        workload = scn.workload
         self.now = 0.0
-        self.queue: list[tuple[float, int, Callable[[Any, Any], None], Any, Any]] = []
+        self.queue: list[Queued] = []
         self.seq = 0
         self.events = 0
         self.stopped = False
@@ -98,32 +97,30 @@ class Simulation(ExecutorHost, Network):
         self.stop_on = stop_on
         self.finished = False
         _, _, env = streams(scn.seed)
-        self.env = env
         self.rnd = env.random
-        self.history = History(self.config)
+        self.history = History(config)
         self._append = self.history.append if keep else self.history.judge
         self.record: Callable[[h.Entry], object] = (
             self._append if stop_on is None else self._record_and_stop)
-        self.ledger = Ledger({t.name: t.service for t in scn.workload.tools})
-        self.executor: p.Executor
-        self.journal: list[dict[str, p.JSON]] = []
-        self.timers: dict[str, list[Any]] = {}
-        self.conns: dict[str, Conn] = {}
-        self.epoch = 0
-        self.restarts = 0
-        self.crash_armed = False
+        self.ledger = Ledger({t.name: t.service for t in workload.tools})
         self.faults_on = True
-        self.paused_until = 0.0
-        self.reconcile_crashes = 0
         self.policies = PolicyBook()
         """The policies in force, as the people and the agent's model see them."""
-        self.workers = [Worker(self, i) for i in range(scn.workload.workers)]
-        self.agents = Agents(self)
+        # The parts reach each other directly, never through the engine: the network hands the
+        # workers' messages to the server, the server publishes records to the agents.
+        self.network = network = Network(self)
+        self.host = host = ExecutorHost(self, network, factory, config)
+        network.feed = host.feed
+        self.agents = agents = Agents(self, host, workload, self.policies, self.ledger,
+                                      self.quiesce, self.finalize)
+        host.calls = agents.by_args
+        host.on_record = agents.on_record
+        self.workers = [Worker(i, self, network, host.accept, agents.by_args, self.ledger,
+                               config.lease) for i in range(workload.workers)]
 
     # -- the clock ------------------------------------------------------------------------------
 
-    def at(self, when: float, fn: Callable[[Any, Any], None], a: Any = None,
-           b: Any = None) -> None:
+    def at(self, when: float, fn: Handler, a: Any = None, b: Any = None) -> None:
         seq = self.seq + 1
         self.seq = seq
         heappush(self.queue, (when, seq, fn, a, b))
@@ -163,7 +160,7 @@ class Simulation(ExecutorHost, Network):
 
     def _start(self) -> None:
         w = self.scenario.workload
-        self.executor = guard.build(self.factory, self.config)
+        self.host.start()
         for tool in w.tools:
             self.set_policy(tool.name, tool.policy, tool.hints)
         for change in w.changes:
@@ -185,7 +182,7 @@ class Simulation(ExecutorHost, Network):
         if not self.faults_on:
             return
         self.faults_on = False
-        self.paused_until = 0.0
+        self.agents.reconcile_crashes = 0
         for worker in self.workers:
             worker.settle()
 
@@ -200,7 +197,7 @@ class Simulation(ExecutorHost, Network):
     def set_policy(self, tool: str, policy: Any, hints: Any) -> None:
         self.policies.set_policy(tool, policy, hints)
         self.record(h.PolicySet(self.now, tool, policy, hints))
-        self.feed(p.SetPolicy(self.now, tool, policy, hints))
+        self.host.feed(p.SetPolicy(self.now, tool, policy, hints))
 
     def _policy_change(self, change: Any, _b: object) -> None:
         if self.faults_on:
@@ -214,13 +211,14 @@ class Simulation(ExecutorHost, Network):
         kind = fault.kind
         if kind is FaultKind.RESTART:
             if fault.extra > 0:
-                self.crash_armed = True
+                self.host.crash_armed = True
             else:
-                self.restart()
+                self.host.restart()
         elif kind is FaultKind.OUTAGE:
-            self.paused_until = max(self.paused_until, self.now + fault.duration)
+            until = self.now + fault.duration
+            for worker in self.workers:
+                worker.pause(until)
         elif kind is FaultKind.RECONCILE_CRASH:
-            self.reconcile_crashes += 1
+            self.agents.reconcile_crashes += 1
         else:
             self.workers[fault.target % len(self.workers)].fault(fault)
-

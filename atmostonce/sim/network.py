@@ -10,13 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from heapq import heappush
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from atmostonce.check import history as h
+from atmostonce.sim.loop import Loop
 from atmostonce.spec import protocol as p
-
-if TYPE_CHECKING:
-    from atmostonce.sim.workers import Worker
 
 Held = tuple[int, Any, Any]
 NETWORK_DELAY = (0.0005, 0.01)
@@ -27,13 +25,31 @@ _STARTED = p.Started
 _FINISHED = p.Finished
 
 
+class Peer(Protocol):
+    """The worker end of a connection, as the network sees it."""
+
+    cut: bool
+    """Its link is cut: messages either way are held."""
+    extra: float
+    """Seconds a slow link adds to each message, until `extra_until`."""
+    extra_until: float
+
+    def receive(self, conn: Conn, cmd: p.Command) -> None:
+        """A command from the server arrived on `conn`."""
+        ...
+
+    def closed(self, conn: Conn, _b: object = None) -> None:
+        """The worker learns that the server closed `conn`."""
+        ...
+
+
 class Conn:
     """One connection of one worker incarnation; `id` is the worker name the executor sees."""
 
     __slots__ = ("down_free", "held_down", "held_up", "id", "last_receipt", "server_open",
                  "up_free", "worker", "worker_open")
 
-    def __init__(self, conn_id: str, worker: Worker, now: float) -> None:
+    def __init__(self, conn_id: str, worker: Peer, now: float) -> None:
         self.id = conn_id
         self.worker = worker
         self.server_open = True
@@ -51,22 +67,22 @@ class Conn:
 
 
 class Network:
-    """The simulation's delivery of messages between the server and the workers."""
+    """The delivery of messages between the server and the workers, on the engine's clock."""
 
-    now: float
-    seq: int
-    queue: list[tuple[float, int, Callable[[Any, Any], None], Any, Any]]
-    rnd: Callable[[], float]
-    record: Callable[[h.Entry], object]
-    executor: p.Executor
-    carry_out: Callable[[list[p.Command], bool], None]
-    at: Callable[..., None]
+    __slots__ = ("feed", "loop")
+
+    def __init__(self, loop: Loop) -> None:
+        self.loop = loop
+        self.feed: Callable[[p.Event, bool], None]
+        """How the server takes a worker's message, crashable (the engine sets it once the
+        server is built)."""
 
     def delay(self, conn: Conn) -> float:
         """One message's time on the wire to or from `conn`'s worker."""
+        loop = self.loop
         w = conn.worker
-        d = _LOW + _SPAN * self.rnd()
-        if w.extra_until > self.now:
+        d = _LOW + _SPAN * loop.rnd()
+        if w.extra_until > loop.now:
             d += w.extra
         return d
 
@@ -74,22 +90,23 @@ class Network:
         """A worker sends a message to the server."""
         if not conn.worker_open:
             return
-        seq = self.seq + 1
+        loop = self.loop
+        seq = loop.seq + 1
         msg = (seq, cls, args)
         w = conn.worker
         if w.cut:
-            self.seq = seq
+            loop.seq = seq
             conn.held_up.append(msg)
             return
-        now = self.now
-        t = now + _LOW + _SPAN * self.rnd()
+        now = loop.now
+        t = now + _LOW + _SPAN * loop.rnd()
         if w.extra_until > now:
             t += w.extra
         if t < conn.up_free:
             t = conn.up_free
         conn.up_free = t
-        self.seq = seq + 1
-        heappush(self.queue, (t, seq + 1, self._arrive_up, conn, msg))
+        loop.seq = seq + 1
+        heappush(loop.queue, (t, seq + 1, self._arrive_up, conn, msg))
 
     def _arrive_up(self, conn: Conn, msg: Any) -> None:
         if not conn.server_open:
@@ -97,38 +114,38 @@ class Network:
         if conn.worker.cut:
             conn.held_up.append(msg)
             return
-        now = self.now
+        loop = self.loop
+        now = loop.now
         conn.last_receipt = now
         _, cls, args = msg
         event = cls(now, *args)
         if cls is _STARTED:
-            self.record(h.StartDelivered(now, conn.id, event.attempt))
+            loop.record(h.StartDelivered(now, conn.id, event.attempt))
         elif cls is _FINISHED:
-            self.record(h.ResultDelivered(now, conn.id, event.attempt, event.ok))
-        commands = self.executor.handle(event)
-        if commands:
-            self.carry_out(commands, True)
+            loop.record(h.ResultDelivered(now, conn.id, event.attempt, event.ok))
+        self.feed(event, True)
 
     def down(self, conn: Conn, cmd: p.Command) -> None:
         """The server sends a command to a worker."""
         if not conn.server_open:
             return
-        seq = self.seq + 1
+        loop = self.loop
+        seq = loop.seq + 1
         msg = (seq, cmd, None)
         w = conn.worker
         if w.cut:
-            self.seq = seq
+            loop.seq = seq
             conn.held_down.append(msg)
             return
-        now = self.now
-        t = now + _LOW + _SPAN * self.rnd()
+        now = loop.now
+        t = now + _LOW + _SPAN * loop.rnd()
         if w.extra_until > now:
             t += w.extra
         if t < conn.down_free:
             t = conn.down_free
         conn.down_free = t
-        self.seq = seq + 1
-        heappush(self.queue, (t, seq + 1, self._arrive_down, conn, msg))
+        loop.seq = seq + 1
+        heappush(loop.queue, (t, seq + 1, self._arrive_down, conn, msg))
 
     def _arrive_down(self, conn: Conn, msg: Any) -> None:
         if not conn.server_open or not conn.worker_open:
@@ -141,18 +158,19 @@ class Network:
     def flush(self, conn: Conn) -> None:
         """The link healed: held messages go out in the order they were sent, behind any
         message still on the wire, so the connection stays FIFO."""
+        loop = self.loop
         if conn.held_up:
-            at = max(self.now, conn.up_free)
+            at = max(loop.now, conn.up_free)
             for msg in sorted(conn.held_up, key=lambda m: m[0]):
-                self.seq += 1
-                heappush(self.queue, (at, self.seq, self._arrive_up, conn, msg))
+                loop.seq += 1
+                heappush(loop.queue, (at, loop.seq, self._arrive_up, conn, msg))
             conn.held_up.clear()
             conn.up_free = at
         if conn.held_down:
-            at = max(self.now, conn.down_free)
+            at = max(loop.now, conn.down_free)
             for msg in sorted(conn.held_down, key=lambda m: m[0]):
-                self.seq += 1
-                heappush(self.queue, (at, self.seq, self._arrive_down, conn, msg))
+                loop.seq += 1
+                heappush(loop.queue, (at, loop.seq, self._arrive_down, conn, msg))
             conn.held_down.clear()
             conn.down_free = at
 
@@ -163,4 +181,5 @@ class Network:
         conn.drop_held()
         worker = conn.worker
         if not worker.cut:
-            self.at(self.now + self.delay(conn), worker.closed, conn)
+            loop = self.loop
+            loop.at(loop.now + self.delay(conn), worker.closed, conn)

@@ -98,6 +98,6 @@ def _run(seed: int, profile: str, factory: ExecutorFactory, executor: str,
     wall = time.perf_counter() - started
     checker = history.checker
     stats = run_stats(checker.summaries(), checker.double_runs, checker.witnessed,
-                      sim.restarts, sim.events, sim.now)
+                      sim.host.restarts, sim.events, sim.now)
     return RunResult(scn, executor, tuple(history.violations), stats, wall, kept,
                      history if keep_history else None, sim.error)

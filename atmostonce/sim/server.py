@@ -11,17 +11,16 @@ and a restart inside a batch of commands stops right after a Persist.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from heapq import heappush
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from atmostonce.check import guard
 from atmostonce.check import history as h
-from atmostonce.sim.network import Conn
+from atmostonce.sim.loop import Loop
+from atmostonce.sim.network import Conn, Network
 from atmostonce.spec import protocol as p
-
-if TYPE_CHECKING:
-    from atmostonce.sim.agents import Agents
+from atmostonce.spec.session import ToolCallStatus
 
 _START_TIMER = p.StartTimer
 _STOP_TIMER = p.StopTimer
@@ -63,40 +62,63 @@ def _mentions(value: object, text: str) -> bool:
     return False
 
 
+class Asked(Protocol):
+    """A call the agent's model asked, as the server's records name it."""
+
+    @property
+    def key(self) -> str:
+        """The call's key: its session, turn and call ids."""
+        ...
+
+
 class ExecutorHost:
     """The server side of the simulation: the executor, its journal and its timers."""
 
-    now: float
-    seq: int
-    queue: list[tuple[float, int, Callable[[Any, Any], None], Any, Any]]
-    record: Callable[[h.Entry], object]
-    executor: p.Executor
-    factory: p.ExecutorFactory
-    config: p.ExecutorConfig
-    conns: dict[str, Conn]
-    agents: Agents
-    journal: list[dict[str, p.JSON]]
-    timers: dict[str, list[Any]]
-    epoch: int
-    restarts: int
-    crash_armed: bool
-    down: Callable[[Conn, p.Command], None]
-    server_closes: Callable[[Conn], None]
-    at: Callable[..., None]
+    __slots__ = ("calls", "config", "conns", "crash_armed", "down", "executor", "factory",
+                 "journal", "loop", "on_record", "restarts", "server_closes", "timers")
+
+    def __init__(self, loop: Loop, network: Network, factory: p.ExecutorFactory,
+                 config: p.ExecutorConfig) -> None:
+        self.loop = loop
+        self.down = network.down
+        self.server_closes = network.server_closes
+        self.factory = factory
+        self.config = config
+        self.executor: p.Executor
+        self.journal: list[dict[str, p.JSON]] = []
+        self.timers: dict[str, list[Any]] = {}
+        self.conns: dict[str, Conn] = {}
+        """The connections open at the server, by the worker name the executor sees."""
+        self.restarts = 0
+        self.crash_armed = False
+        """The next restart fault comes inside a batch of commands, right after a Persist."""
+        self.calls: Mapping[str, Asked]
+        """The calls the agent's model asked, by their arguments (the engine sets them, and
+        `on_record`, once the agents are built)."""
+        self.on_record: Callable[[str, ToolCallStatus], None]
+        """How a call's published record reaches the agent's model."""
+
+    def start(self) -> None:
+        """Build the executor."""
+        self.executor = guard.build(self.factory, self.config)
+
+    def accept(self, conn: Conn) -> None:
+        """A worker connected: the server knows `conn` from now on."""
+        self.conns[conn.id] = conn
 
     def restart(self) -> None:
         """D-8: the server dies and comes back from its journal."""
         self.crash_armed = False
         self.restarts += 1
-        self.epoch += 1
-        self.record(h.ServerRestarted(self.now, len(self.journal)))
+        now = self.loop.now
+        self.loop.record(h.ServerRestarted(now, len(self.journal)))
         conns = self.conns
         self.conns = {}
         self.timers = {}
         for conn in conns.values():
             self.server_closes(conn)
         self.executor = guard.build(self.factory, self.config)
-        self.carry_out(self.executor.recover(list(self.journal), self.now), False)
+        self.carry_out(self.executor.recover(list(self.journal), now), False)
 
     def feed(self, event: p.Event, crashable: bool = False) -> None:
         commands = self.executor.handle(event)
@@ -122,10 +144,11 @@ class ExecutorHost:
     def _on_reply(self, event: p.Event, reply: p.Reply | None) -> None:
         ok = reply.ok if reply is not None else False
         text = reply.text if reply is not None else ""
+        loop = self.loop
         if isinstance(event, p.Answer):
-            self.record(h.ApprovalAnswered(self.now, event.key, event.approve, ok, text))
+            loop.record(h.ApprovalAnswered(loop.now, event.key, event.approve, ok, text))
         elif isinstance(event, p.UserMessage):
-            self.record(h.UserMessageSent(self.now, event.session_id, event.text, ok))
+            loop.record(h.UserMessageSent(loop.now, event.session_id, event.text, ok))
 
     def carry_out(self, commands: list[p.Command], crashable: bool) -> None:
         """Carry out the executor's commands in order (the protocol's contract). The entries
@@ -153,7 +176,8 @@ class ExecutorHost:
             elif kind is _PUBLISH:
                 self._publish(cmd.event)  # type: ignore[attr-defined]
             elif kind is _CANCEL:
-                self.record(h.Cancelled(self.now, cmd.worker, cmd.attempt))  # type: ignore[attr-defined]
+                loop = self.loop
+                loop.record(h.Cancelled(loop.now, cmd.worker, cmd.attempt))  # type: ignore[attr-defined]
             elif kind is _DROP:
                 self._drop(cmd.worker)  # type: ignore[attr-defined]
 
@@ -172,18 +196,21 @@ class ExecutorHost:
             self.down(conn, cmd)
 
     def _hand_out(self, cmd: p.GoAhead, first: bool, sent: bool) -> None:
-        call = self.agents.by_args.get(cmd.arguments)
-        self.record(h.HandedOut(self.now, cmd.worker, cmd.attempt, cmd.key, cmd.tool, first,
+        call = self.calls.get(cmd.arguments)
+        loop = self.loop
+        loop.record(h.HandedOut(loop.now, cmd.worker, cmd.attempt, cmd.key, cmd.tool, first,
                                 call.key if call is not None else cmd.key, sent))
 
     def _publish(self, event: Any) -> None:
         key = f"{event.session_id}/{event.turn_id}/{event.tool_call_id}"
         status = event.status
-        self.record(h.RecordPublished(self.now, key, status, event.error))
-        self.agents.on_record(key, status)
+        loop = self.loop
+        loop.record(h.RecordPublished(loop.now, key, status, event.error))
+        self.on_record(key, status)
 
     def _drop(self, worker: str) -> None:
-        self.record(h.WorkerDeclaredLost(self.now, worker))
+        loop = self.loop
+        loop.record(h.WorkerDeclaredLost(loop.now, worker))
         conn = self.conns.pop(worker, None)
         if conn is not None:
             self.server_closes(conn)
@@ -192,7 +219,8 @@ class ExecutorHost:
 
     def _start_timer(self, cmd: p.StartTimer) -> None:
         """A timer record is [deadline, the deadline of its heap entry, the command]."""
-        now = self.now
+        loop = self.loop
+        now = loop.now
         deadline = now + cmd.delay
         name = cmd.timer
         rec = self.timers.get(name)
@@ -202,33 +230,34 @@ class ExecutorHost:
             rec[2] = cmd
             return
         if kind is _QUEUE_TIMEOUT or kind is _APPROVAL_DEADLINE:
-            self.record(h.TimerStarted(now, kind, cmd.subject, _key_of(cmd)))
+            loop.record(h.TimerStarted(now, kind, cmd.subject, _key_of(cmd)))
         if rec is None:
             rec = [deadline, deadline, cmd]
             self.timers[name] = rec
-            self.seq += 1
-            heappush(self.queue, (deadline, self.seq, self._timer, name, rec))
+            loop.seq += 1
+            heappush(loop.queue, (deadline, loop.seq, self._timer, name, rec))
             return
         rec[0] = deadline
         rec[2] = cmd
         if deadline < rec[1]:
             rec[1] = deadline
-            self.seq += 1
-            heappush(self.queue, (deadline, self.seq, self._timer, name, rec))
+            loop.seq += 1
+            heappush(loop.queue, (deadline, loop.seq, self._timer, name, rec))
 
     def _timer(self, name: str, rec: list[Any]) -> None:
         if self.timers.get(name) is not rec:
             return
         deadline = rec[0]
-        if deadline > self.now:
+        loop = self.loop
+        now = loop.now
+        if deadline > now:
             rec[1] = deadline
-            self.seq += 1
-            heappush(self.queue, (deadline, self.seq, self._timer, name, rec))
+            loop.seq += 1
+            heappush(loop.queue, (deadline, loop.seq, self._timer, name, rec))
             return
         del self.timers[name]
         cmd = rec[2]
-        now = self.now
-        self.record(h.TimerFired(now, cmd.kind, cmd.subject, _key_of(cmd)))
+        loop.record(h.TimerFired(now, cmd.kind, cmd.subject, _key_of(cmd)))
         self.feed(p.TimerFired(now, name), True)
 
 

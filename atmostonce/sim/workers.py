@@ -9,16 +9,16 @@ the process comes back later as a fresh worker.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping
+from typing import Protocol
 
 from atmostonce.check import history as h
 from atmostonce.sim.faults import Fault, FaultKind
-from atmostonce.sim.network import Conn
+from atmostonce.sim.ledger import Ledger
+from atmostonce.sim.loop import Loop
+from atmostonce.sim.network import Conn, Network
 from atmostonce.sim.workload import RunPlan
 from atmostonce.spec import protocol as p
-
-if TYPE_CHECKING:
-    from atmostonce.sim.engine import Simulation
 
 POLL_INTERVAL = (1.0, 3.0)
 HEARTBEAT_INTERVAL = 1.5
@@ -29,6 +29,19 @@ _NO_WORK = p.NoWork
 _GO_AHEAD = p.GoAhead
 _RETURNED = h.RunEnd.RETURNED
 _TOOL_FAILED = h.RunEnd.TOOL_FAILED
+
+
+class Asked(Protocol):
+    """A call the agent's model asked, as the worker that runs its tool sees it."""
+
+    @property
+    def key(self) -> str:
+        """The call's key: its session, turn and call ids."""
+        ...
+
+    def next_run(self) -> RunPlan:
+        """How the next run of the call's tool goes."""
+        ...
 
 
 class Run:
@@ -52,11 +65,21 @@ class Run:
 class Worker:
     """A worker process; each connection it makes is a fresh worker to the executor."""
 
-    __slots__ = ("alive", "conn", "cut", "cut_until", "extra", "extra_until", "incarnation",
-                 "index", "name", "run", "sim", "stall")
+    __slots__ = ("accept", "alive", "calls", "conn", "cut", "cut_until", "extra", "extra_until",
+                 "incarnation", "index", "lease", "ledger", "loop", "name", "network",
+                 "paused_until", "run", "stall")
 
-    def __init__(self, sim: Simulation, index: int) -> None:
-        self.sim = sim
+    def __init__(self, index: int, loop: Loop, network: Network,
+                 accept: Callable[[Conn], None], calls: Mapping[str, Asked], ledger: Ledger,
+                 lease: float) -> None:
+        """`accept` opens a connection at the server; `calls` are the calls the agent's model
+        asked, by their arguments; `lease` is the executor's lease (D-12)."""
+        self.loop = loop
+        self.network = network
+        self.accept = accept
+        self.calls = calls
+        self.ledger = ledger
+        self.lease = lease
         self.index = index
         self.name = f"w{index}"
         self.incarnation = 0
@@ -68,6 +91,8 @@ class Worker:
         self.extra = 0.0
         self.extra_until = 0.0
         self.stall = 0.0
+        self.paused_until = 0.0
+        """An outage: the worker asks for no work until then."""
 
     # -- connecting and polling -------------------------------------------------------------------
 
@@ -77,31 +102,31 @@ class Worker:
 
     def connect(self) -> None:
         """A fresh connection, named `w<index>.<incarnation>`."""
-        sim = self.sim
+        loop = self.loop
         self.incarnation += 1
-        conn = Conn(f"{self.name}.{self.incarnation}", self, sim.now)
+        conn = Conn(f"{self.name}.{self.incarnation}", self, loop.now)
         self.conn = conn
-        sim.conns[conn.id] = conn
-        sim.record(h.WorkerConnected(sim.now, conn.id))
-        sim.up(conn, p.Connected, (conn.id,))
+        self.accept(conn)
+        loop.record(h.WorkerConnected(loop.now, conn.id))
+        self.network.up(conn, p.Connected, (conn.id,))
         self.poll(conn)
 
     def poll(self, conn: Conn, _b: object = None) -> None:
         if conn is not self.conn or not conn.worker_open or self.run is not None:
             return
-        sim = self.sim
-        if sim.paused_until > sim.now:
-            sim.at(sim.paused_until + 0.5 * sim.rnd(), self.poll, conn)
+        loop = self.loop
+        if self.paused_until > loop.now:
+            loop.at(self.paused_until + 0.5 * loop.rnd(), self.poll, conn)
             return
-        sim.up(conn, _POLL, (conn.id,))
+        self.network.up(conn, _POLL, (conn.id,))
 
     def receive(self, conn: Conn, cmd: p.Command) -> None:
         """A command arrived on `conn`; Cancel is ignored, as cooperative cancellation allows."""
         kind = type(cmd)
         if kind is _NO_WORK:
-            sim = self.sim
+            loop = self.loop
             low, high = POLL_INTERVAL
-            sim.at(sim.now + low + (high - low) * sim.rnd(), self.poll, conn)
+            loop.at(loop.now + low + (high - low) * loop.rnd(), self.poll, conn)
         elif kind is _GO_AHEAD and conn is self.conn and self.run is None and self.alive:
             self._start(conn, cmd)  # type: ignore[arg-type]
 
@@ -109,68 +134,68 @@ class Worker:
 
     def _start(self, conn: Conn, cmd: p.GoAhead) -> None:
         """D-5: the tool starts only on the go-ahead; the ledger records who ran what."""
-        sim = self.sim
-        now = sim.now
+        loop = self.loop
+        now = loop.now
         attempt, key, tool = cmd.attempt, cmd.key, cmd.tool
-        call = sim.agents.by_args.get(cmd.arguments)
+        call = self.calls.get(cmd.arguments)
         plan = call.next_run() if call is not None else RunPlan(0.1, True, 0.5)
-        ledger = sim.ledger
+        ledger = self.ledger
         run_id = ledger.next_run()
         duration = plan.duration + self.stall
         self.stall = 0.0
         ends_at = now + duration
         run = Run(run_id, conn, attempt, key, tool, plan, ends_at)
         self.run = run
-        sim.record(h.RunStarted(now, run_id, conn.id, attempt, key, tool,
-                                call.key if call is not None else key))
-        sim.up(conn, _STARTED, (conn.id, attempt))
-        at = sim.at
+        loop.record(h.RunStarted(now, run_id, conn.id, attempt, key, tool,
+                                 call.key if call is not None else key))
+        self.network.up(conn, _STARTED, (conn.id, attempt))
+        at = loop.at
         at(ends_at, self._end, run, 0)
         if ledger.writes(tool):
             at(now + plan.apply_at * duration, self._apply, run)
         if duration > HEARTBEAT_INTERVAL:
             at(now + HEARTBEAT_INTERVAL, self._beat, run)
-        deadline = conn.last_receipt + sim.config.lease
+        deadline = conn.last_receipt + self.lease
         if ends_at > deadline:
             at(deadline, self._lease, run)
 
     def _apply(self, run: Run, _b: object) -> None:
         if run.live:
-            sim = self.sim
-            applied = sim.ledger.write(run.tool, run.key)
-            sim.record(h.EffectApplied(sim.now, run.id, run.key, applied))
+            loop = self.loop
+            applied = self.ledger.write(run.tool, run.key)
+            loop.record(h.EffectApplied(loop.now, run.id, run.key, applied))
 
     def _beat(self, run: Run, _b: object) -> None:
         if run.live:
-            sim = self.sim
-            sim.up(run.conn, p.Heartbeat, (run.conn.id, run.attempt))
-            sim.at(sim.now + HEARTBEAT_INTERVAL, self._beat, run)
+            self.network.up(run.conn, p.Heartbeat, (run.conn.id, run.attempt))
+            loop = self.loop
+            loop.at(loop.now + HEARTBEAT_INTERVAL, self._beat, run)
 
     def _end(self, run: Run, gen: int) -> None:
         if not run.live or gen != run.gen:
             return
-        sim = self.sim
         run.live = False
         self.run = None
         ok = run.plan.ok
-        sim.record(h.RunEnded(sim.now, run.id, _RETURNED if ok else _TOOL_FAILED))
+        loop = self.loop
+        loop.record(h.RunEnded(loop.now, run.id, _RETURNED if ok else _TOOL_FAILED))
         output = f"result of {run.tool}" if ok else f"{run.tool} failed"
         conn = run.conn
-        sim.up(conn, _FINISHED, (conn.id, run.attempt, ok, output))
+        self.network.up(conn, _FINISHED, (conn.id, run.attempt, ok, output))
         self._idle()
 
     def _lease(self, run: Run, _b: object) -> None:
         """D-12: stop the run once the server has heard nothing for `lease` seconds."""
         if not run.live:
             return
-        sim = self.sim
-        deadline = run.conn.last_receipt + sim.config.lease
-        if deadline > sim.now:
-            sim.at(deadline, self._lease, run)
+        loop = self.loop
+        deadline = run.conn.last_receipt + self.lease
+        if deadline > loop.now:
+            loop.at(deadline, self._lease, run)
             return
         run.live = False
         self.run = None
-        sim.record(h.RunEnded(sim.now, run.id, h.RunEnd.STOPPED))
+        loop.record(h.RunEnded(loop.now, run.id, h.RunEnd.STOPPED))
         self._abandon(run.conn)
         self._idle()
 
@@ -197,29 +222,29 @@ class Worker:
     # -- faults -----------------------------------------------------------------------------------
 
     def fault(self, fault: Fault) -> None:
-        sim = self.sim
+        loop = self.loop
         kind = fault.kind
         if kind is FaultKind.CRASH:
             self._crash(fault.duration)
         elif kind is FaultKind.PARTITION:
-            until = sim.now + fault.duration
+            until = loop.now + fault.duration
             if until > self.cut_until:
                 self.cut_until = until
-                sim.at(until, self._heal, until)
+                loop.at(until, self._heal, until)
             if not self.cut:
                 self.cut = True
-                sim.record(h.WorkerCut(sim.now, self._label()))
+                loop.record(h.WorkerCut(loop.now, self._label()))
         elif kind is FaultKind.DELAY:
             self.extra = fault.extra
-            self.extra_until = sim.now + fault.duration
+            self.extra_until = loop.now + fault.duration
         elif kind is FaultKind.STALL:
             run = self.run
             if run is not None and run.live:
                 run.gen += 1
                 run.ends_at += fault.extra
-                sim.at(run.ends_at, self._end, run, run.gen)
-                sim.at(run.conn.last_receipt + sim.config.lease, self._lease, run)
-                sim.at(sim.now + HEARTBEAT_INTERVAL, self._beat, run)
+                loop.at(run.ends_at, self._end, run, run.gen)
+                loop.at(run.conn.last_receipt + self.lease, self._lease, run)
+                loop.at(loop.now + HEARTBEAT_INTERVAL, self._beat, run)
             else:
                 self.stall = fault.extra
 
@@ -229,17 +254,17 @@ class Worker:
     def _crash(self, down_for: float) -> None:
         if not self.alive:
             return
-        sim = self.sim
+        loop = self.loop
         self.alive = False
-        sim.record(h.WorkerCrashed(sim.now, self._label()))
+        loop.record(h.WorkerCrashed(loop.now, self._label()))
         run = self.run
         if run is not None and run.live:
             run.live = False
-            sim.record(h.RunEnded(sim.now, run.id, h.RunEnd.KILLED))
+            loop.record(h.RunEnded(loop.now, run.id, h.RunEnd.KILLED))
         self.run = None
         if self.conn is not None:
             self._abandon(self.conn)
-        sim.at(sim.now + down_for, self._come_back)
+        loop.at(loop.now + down_for, self._come_back)
 
     def _come_back(self, _a: object, _b: object) -> None:
         if not self.alive:
@@ -253,21 +278,26 @@ class Worker:
         self.heal()
 
     def heal(self) -> None:
-        sim = self.sim
+        loop = self.loop
         self.cut = False
-        sim.record(h.WorkerHealed(sim.now, self._label()))
+        loop.record(h.WorkerHealed(loop.now, self._label()))
         conn = self.conn
         if conn is None or not self.alive:
             return
         if conn.worker_open and conn.server_open:
-            sim.flush(conn)
+            self.network.flush(conn)
         elif conn.worker_open:
             self.closed(conn)
         elif self.run is None:
             self.connect()
 
+    def pause(self, until: float) -> None:
+        """An outage: ask for no work until `until`, or a later outage's end."""
+        self.paused_until = max(self.paused_until, until)
+
     def settle(self) -> None:
-        """Quiescence: heal the link and end a slow one."""
+        """Quiescence: end an outage, heal the link and end a slow one."""
+        self.paused_until = 0.0
         self.extra_until = 0.0
         if self.cut:
             self.heal()
