@@ -31,8 +31,9 @@ from atmostonce.chaos.build import build_history
 from atmostonce.chaos.lost import LostRecord, lost_records
 from atmostonce.chaos.nemesis import EngineFailed, FaultLog, Nemesis, NemesisKind
 from atmostonce.chaos.observations import Observations
-from atmostonce.check.checkers import DoubleRun
-from atmostonce.check.history import Entry, History, Violation
+from atmostonce.check.checker_state import DoubleRun
+from atmostonce.check.checkers import History
+from atmostonce.check.history import Entry, Violation
 from atmostonce.check.loading import DEFAULT_EXECUTOR, load_factory
 from atmostonce.engines.adapter import (
     DEFAULT_ENGINE,
