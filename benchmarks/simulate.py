@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 if not __package__:  # run as a script: measure this checkout, not an installed copy
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from atmostonce.check.history import History
+from atmostonce.check.checkers import History
 from atmostonce.check.loading import DEFAULT_EXECUTOR, load_factory
 from atmostonce.sim.engine import scenario
 from atmostonce.sim.faults import profile as find_profile

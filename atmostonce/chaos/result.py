@@ -12,7 +12,7 @@ from atmostonce.chaos.lost import LostRecord
 from atmostonce.chaos.nemesis import FaultLog
 from atmostonce.chaos.observations import Observations
 from atmostonce.chaos.options import ChaosOptions
-from atmostonce.check.checkers import DoubleRun
+from atmostonce.check.checker_state import DoubleRun
 from atmostonce.check.history import Entry, Violation
 from atmostonce.engines.adapter import ExecutorFailure
 from atmostonce.sim.stats import RunStats, Totals

@@ -1,4 +1,4 @@
-"""A recorded history of one run, and the checks every harness runs on it.
+"""What a recorded history of one run is made of: its entries, and the violations found in it.
 
 A history is a sequence of typed entries, each with the harness's clock `at`, in the order
 things happened. Positions (indexes into the sequence) name entries in violations. Entries are
@@ -23,36 +23,22 @@ as long to build. Three kinds of entry exist:
   `WorkerCut`, `WorkerHealed`, `WorkerDeclaredLost` (the executor's `DropWorker`),
   `ServerRestarted`.
 
-Using it from a harness::
-
-    history = History(config)                 # config: the executor's ExecutorConfig
-    history.append(CallAsked(at, key, ...))   # after each thing that happened; returns the
-                                              # violations this entry revealed (always-props)
-    ...
-    history.finish()                          # once the run was driven to quiescence: adds the
-                                              # eventually-properties' violations
-    history.violations                        # every Violation found, in order
-
-Before `finish`, a harness drives the run to quiescence: no more faults, every worker back,
-every timer fired, the reconcile job run (at least twice, to show a rerun sends nothing new),
-and every session's snapshot read once more (`SnapshotSeen` for each call whose status or
-error changed since the last look). `check_history(entries, config)` does all of the checking
-for a finished list of entries. A `Violation`
-names its property id (atmostonce.spec.properties), the call's idempotency key, a one-line
-message and the positions of the entries involved. `HandedOut.call` and `RunStarted.call` are
-the harness's own attribution of an attempt to a call (the simulator reads it from the call's
-arguments); a harness that has none passes the key the executor sent, and a wrong key can then
-only be caught when it names no call at all.
+`atmostonce.check.checkers` judges a history: a harness records its entries into a
+`checkers.History`, which checks each as it arrives. A `Violation` names its property id
+(atmostonce.spec.properties), the call's idempotency key, a one-line message and the positions
+of the entries involved. `HandedOut.call` and `RunStarted.call` are the harness's own
+attribution of an attempt to a call (the simulator reads it from the call's arguments); a
+harness that has none passes the key the executor sent, and a wrong key can then only be caught
+when it names no call at all.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
 from dataclasses import dataclass, fields
 
 from atmostonce.spec.policy import EffectClass, ToolHints, ToolPolicy
-from atmostonce.spec.protocol import ExecutorConfig, TimerKind
+from atmostonce.spec.protocol import TimerKind
 from atmostonce.spec.session import ToolCallStatus
 
 
@@ -284,58 +270,3 @@ def describe(entry: Entry) -> str:
             continue
         parts.append(f"{f.name}={value}")
     return f"{entry.at:10.3f}  {type(entry).__name__:<18} {' '.join(parts)}"
-
-
-class History:
-    """The entries of one run, checked as they arrive (see the module docstring)."""
-
-    __slots__ = ("_fresh", "_judges", "checker", "entries", "judged")
-
-    def __init__(self, config: ExecutorConfig) -> None:
-        from atmostonce.check.checkers import HistoryChecker
-
-        self.entries: list[Entry] = []
-        self.judged = 0
-        """How many entries `judge` took: the position of its next one."""
-        self.checker = HistoryChecker(config)
-        self._judges = self.checker.judges
-        self._fresh = self.checker.fresh
-
-    def append(self, entry: Entry) -> list[Violation]:
-        """Add `entry`; return the violations it revealed (usually none). The checker's
-        `observe`, inlined: a run appends about ten entries per tool call."""
-        entries = self.entries
-        pos = len(entries)
-        entries.append(entry)
-        self._judges[type(entry)](entry, pos)
-        return self.checker.take_fresh() if self._fresh else _NONE
-
-    def judge(self, entry: Entry) -> list[Violation]:
-        """Judge `entry` as `append` would, without keeping it: for a harness that never reads
-        its entries back, so they need not stay in memory. A history takes its entries through
-        one of the two, never both."""
-        pos = self.judged
-        self.judged = pos + 1
-        self._judges[type(entry)](entry, pos)
-        return self.checker.take_fresh() if self._fresh else _NONE
-
-    def finish(self) -> list[Violation]:
-        """The run reached quiescence: check the eventually-properties."""
-        return self.checker.finish()
-
-    @property
-    def violations(self) -> list[Violation]:
-        return self.checker.violations
-
-
-_NONE: list[Violation] = []
-"""What `append` returns when an entry revealed nothing; never changed."""
-
-
-def check_history(entries: Iterable[Entry], config: ExecutorConfig) -> list[Violation]:
-    """Every violation in a finished history, always- and eventually-properties alike."""
-    history = History(config)
-    for entry in entries:
-        history.append(entry)
-    history.finish()
-    return history.violations

@@ -19,7 +19,7 @@ from typing import Any
 
 from atmostonce.check import guard
 from atmostonce.check import history as h
-from atmostonce.check.history import History
+from atmostonce.check.checkers import History
 from atmostonce.check.policies import PolicyBook
 from atmostonce.sim.agents import SETTLE, Agents
 from atmostonce.sim.faults import Fault, FaultKind, Profile, schedule

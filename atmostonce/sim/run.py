@@ -9,7 +9,8 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from atmostonce.check.history import History, Violation
+from atmostonce.check.checkers import History
+from atmostonce.check.history import Violation
 from atmostonce.check.loading import DEFAULT_EXECUTOR
 from atmostonce.sim.engine import Scenario, Simulation, scenario
 from atmostonce.sim.faults import profile as find_profile

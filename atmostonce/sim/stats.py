@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from atmostonce.check.checkers import CallSummary, DoubleRun
+from atmostonce.check.checker_state import DoubleRun
+from atmostonce.check.checkers import CallSummary
 from atmostonce.spec.policy import EffectClass
 from atmostonce.spec.records import Record
 

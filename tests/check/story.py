@@ -4,6 +4,7 @@ the way a harness would, so a test reads as the story of a run."""
 from __future__ import annotations
 
 from atmostonce.check import history as h
+from atmostonce.check.checkers import check_history
 from atmostonce.spec.policy import EffectClass, ToolHints, ToolPolicy
 from atmostonce.spec.protocol import ExecutorConfig, TimerKind
 from atmostonce.spec.reconcile import report_text
@@ -37,7 +38,7 @@ class Story:
         return self.t
 
     def check(self) -> list[h.Violation]:
-        return h.check_history(self.entries, self.config)
+        return check_history(self.entries, self.config)
 
     def properties(self) -> set[str]:
         return {v.property for v in self.check()}

@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from atmostonce.check import history as h
+from atmostonce.check.checkers import History
 from atmostonce.spec.approval import REPLY_TEXT, ApprovalReply
 from atmostonce.spec.properties import Kind, of_kind
 from atmostonce.spec.protocol import ExecutorConfig
@@ -87,7 +88,7 @@ def test_the_incremental_history_and_check_history_agree_and_name_positions() ->
     key = s.ask("search", "c9")
     s.queued(key, "a9")
     at = s.publish(key, S.OUTCOME_UNKNOWN, UNKNOWN)
-    history = h.History(s.config)
+    history = History(s.config)
     online = [v for e in s.entries for v in history.append(e)]
     assert online == history.violations
     assert [v.property for v in online] == ["A-UNKNOWN-REACHED"]
@@ -395,7 +396,7 @@ def test_a_double_run_shape_allows_the_documented_double_run_and_witnesses_it() 
     s.end(new)
     s.result("w2", "a2", True)
     s.publish(second, S.SUCCEEDED)
-    history = h.History(s.config)
+    history = History(s.config)
     for entry in s.entries:
         history.append(entry)
     history.finish()
@@ -462,7 +463,7 @@ def test_e_every_call_recorded_catches_a_call_left_without_a_record() -> None:
     s.session()
     key = s.ask("search", "c1")
     s.queued(key, "a1")
-    history = h.History(s.config)
+    history = History(s.config)
     for entry in s.entries:
         assert history.append(entry) == []
     assert [v.property for v in history.finish()] == ["E-EVERY-CALL-RECORDED"]
@@ -500,7 +501,7 @@ def test_e_reconcile_once_catches_a_second_report_as_soon_as_it_is_sent() -> Non
     s.lost("w1")
     s.publish(key, S.OUTCOME_UNKNOWN, UNKNOWN)
     s.report(key)
-    history = h.History(s.config)
+    history = History(s.config)
     for entry in s.entries:
         assert history.append(entry) == []
     s.report(key)

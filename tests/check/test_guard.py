@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from atmostonce.check import guard
+from atmostonce.check import guard, type_problems
 from atmostonce.executor import reference
 from atmostonce.spec import protocol as p
 from atmostonce.spec.protocol import JSON, ExecutorConfig
@@ -221,7 +221,7 @@ _SCALARS = st.one_of(st.text(max_size=3), st.integers(), st.floats(allow_nan=Fal
 def _commands(draw: st.DrawFn) -> list[object]:
     """Protocol commands whose fields hold values of any of a few types, right or wrong."""
     out: list[object] = []
-    for cls in draw(st.lists(st.sampled_from(guard._COMMANDS), max_size=4)):
+    for cls in draw(st.lists(st.sampled_from(type_problems.COMMANDS), max_size=4)):
         values = [draw(_SCALARS) for _ in dataclasses.fields(cls)]
         out.append(object.__new__(cls))
         for f, value in zip(dataclasses.fields(cls), values, strict=True):
@@ -234,7 +234,7 @@ def test_the_compiled_checks_agree_with_the_precise_one(commands: list[object]) 
     """The fast checks compiled from the annotations (the one inside the guarded `handle` and
     the one `recover` uses) hold exactly when the precise check finds nothing; every value
     drawn is of an exact type, so subclasses never set them apart."""
-    precise = guard.commands_problem(commands) is None
+    precise = type_problems.commands_problem(commands) is None
     assert guard._commands_ok(commands) == precise, commands
     handle = guard._guard_handle(lambda event: commands)  # type: ignore[arg-type, return-value]
     try:
