@@ -8,4 +8,8 @@ watcher that ask it), `people` (who answers approvals), `reconcile` (the reconci
 all), `lost` (records seen and then lost), `options` (what a run is asked to do), `run` (one
 run, start to clean-up), `result` (what it found), `report` and `commands`. The engines it
 drives, through their adapter interface only, are in `atmostonce.engines`.
+
+Imports `engines.adapter` only of the engines (it loads an engine by name, never imports one),
+`runtime` (the effect ledger, processes, tokens), `sim` (the workload's people, statistics),
+`check` and `spec`.
 """

@@ -9,4 +9,7 @@ the people and the reconcile job, `ledger` the services tools write to); the his
 checked online by `atmostonce.check.checkers`. `run` runs one seed, `campaign` many, `shrink`
 minimises a failing fault schedule, `report` and `commands` are the `simulate` and `replay`
 commands.
+
+Imports `spec`, `check` and `arguments`; it loads the executor under test by name and never
+imports `executor`, `runtime` or `engines`.
 """
