@@ -17,7 +17,7 @@ import asyncio
 import json
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pytest
@@ -56,9 +56,14 @@ class Target:
     cases: dict[str, int] = field(default_factory=dict)
 
 
+VICTIM_CONFIG = replace(CONFIG, heartbeat_timeout=20.0, lease=10.0, run_timeout=86_400.0)
+"""The victim call must stay running however long the fuzzing takes and however loaded the
+machine is: its run never times out, and its worker is not declared lost for a slow beat."""
+
+
 @pytest.fixture(scope="module")
 def target() -> Iterator[Target]:
-    with Cluster(config=CONFIG, workers=1) as cluster:
+    with Cluster(config=VICTIM_CONFIG, workers=1) as cluster:
         with cluster.client() as client, cluster.ledger_client() as ledger:
             client.set_policy("cancel_order", ToolPolicy(EffectClass.NON_IDEMPOTENT_WRITE,
                                                          requires_approval=False))
@@ -75,8 +80,11 @@ def scalars() -> st.SearchStrategy[Any]:
             | st.text(max_size=24) | st.sampled_from(list(KINDS + OPS)))
 
 
-values = st.recursive(scalars(), lambda inner: st.lists(inner, max_size=4)
-                      | st.dictionaries(st.text(max_size=8), inner, max_size=4), max_leaves=8)
+def containers(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+
+
+values = st.recursive(scalars(), containers, max_leaves=8)
 
 
 SCHEMAS: dict[tuple[str, str], tuple[str, ...]] = {
