@@ -209,8 +209,11 @@ class _Run:
 class HistoryChecker:
     """Judges a history entry by entry; `violations` holds what it found, in order."""
 
-    def __init__(self, config: ExecutorConfig) -> None:
+    def __init__(self, config: ExecutorConfig, *, attempts_survive_restart: bool = False
+                 ) -> None:
         self.config = config
+        self.attempts_survive_restart = attempts_survive_restart
+        """The engine keeps attempts across a server restart: a restart ends none (D-8)."""
         self.violations: list[h.Violation] = []
         self.fresh: list[h.Violation] = []
         """The violations found since a caller last emptied this list (`observe` does)."""
@@ -679,8 +682,14 @@ class HistoryChecker:
                 self.witnessed.add("S-LOST-BEFORE-HEARTBEAT")
 
     def _server_restarted(self, e: h.ServerRestarted, pos: int) -> None:
-        """D-8: every attempt out at a worker is lost to the restart; its run may go on."""
+        """D-8: every attempt out at a worker is lost to the restart; its run may go on. On an
+        engine whose attempts survive a restart they go on into the new life instead."""
         self._epoch += 1
+        if self.attempts_survive_restart:
+            for attempts in self._worker_attempts.values():
+                for attempt in attempts:
+                    attempt.epoch = self._epoch
+            return
         for attempts in self._worker_attempts.values():
             for attempt in attempts:
                 c = attempt.call

@@ -291,13 +291,16 @@ class History:
 
     __slots__ = ("_fresh", "_judges", "checker", "entries", "judged")
 
-    def __init__(self, config: ExecutorConfig) -> None:
+    def __init__(self, config: ExecutorConfig, *, attempts_survive_restart: bool = False
+                 ) -> None:
+        """`attempts_survive_restart`: the engine keeps the attempts out at a server restart
+        (`atmostonce.engines.adapter.Limits`), so a restart does not end them (D-8)."""
         from atmostonce.check.checkers import HistoryChecker
 
         self.entries: list[Entry] = []
         self.judged = 0
         """How many entries `judge` took: the position of its next one."""
-        self.checker = HistoryChecker(config)
+        self.checker = HistoryChecker(config, attempts_survive_restart=attempts_survive_restart)
         self._judges = self.checker.judges
         self._fresh = self.checker.fresh
 
