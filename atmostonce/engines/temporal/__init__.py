@@ -14,13 +14,13 @@ session workflow and the policy registry, `worker` the worker processes and the 
 
 from __future__ import annotations
 
-import importlib.util
-
 from atmostonce.spec.errors import SpecError
 
-if importlib.util.find_spec("temporalio") is None:
+try:
+    import temporalio  # noqa: F401
+except ImportError:
     raise SpecError("the Temporal engine needs the 'temporal' extra, which is not installed: "
-                    "pip install 'atmostonce[temporal]'")
+                    "pip install 'atmostonce[temporal]'") from None
 
 from atmostonce.engines.adapter import EngineSetup
 from atmostonce.engines.temporal import mapping

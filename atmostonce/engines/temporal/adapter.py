@@ -21,8 +21,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from temporalio.client import Client
-
 from atmostonce.engines.adapter import (
     CutMode,
     EngineSetup,
@@ -33,7 +31,7 @@ from atmostonce.engines.adapter import (
 )
 from atmostonce.engines.proxy import Proxy
 from atmostonce.engines.temporal import mapping, process
-from atmostonce.engines.temporal.client import RETRY, TemporalSessions
+from atmostonce.engines.temporal.client import TemporalSessions, connect
 from atmostonce.engines.temporal.dev_server import DevServer
 from atmostonce.engines.temporal.payloads import Settings, settings_of
 from atmostonce.engines.temporal.server_log import Fetched, server_log
@@ -222,8 +220,7 @@ class TemporalEngine:
         return log
 
     async def _read_histories(self) -> list[Fetched]:
-        client = await Client.connect(self.server.address, namespace=mapping.NAMESPACE,
-                                      retry_config=RETRY)
+        client = await connect(self.server.address)
         ids = set(self._opened)
         async for execution in client.list_workflows():
             ids.add(execution.id)

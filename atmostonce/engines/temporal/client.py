@@ -33,6 +33,7 @@ from temporalio.client import (
     WorkflowUpdateRPCTimeoutOrCancelledError,
 )
 from temporalio.common import WorkflowIDConflictPolicy
+from temporalio.runtime import LoggingConfig, Runtime, TelemetryConfig, TelemetryFilter
 from temporalio.service import RetryConfig, RPCError, RPCStatusCode
 
 from atmostonce.engines.temporal import mapping
@@ -56,10 +57,12 @@ from atmostonce.spec.session import AgentSnapshot, ToolCallFinished
 
 T = TypeVar("T")
 
-POLL = 0.2
+POLL = 0.25
 """Seconds between two reads of a session's events."""
 RETRY = RetryConfig(initial_interval_millis=50, max_interval_millis=400,
                     max_elapsed_time_millis=1500, max_retries=4)
+_BUSY = RPCStatusCode.RESOURCE_EXHAUSTED
+"""What a query to a workflow gets while too many queries wait for it."""
 _GONE = {RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED,
          RPCStatusCode.UNKNOWN, RPCStatusCode.INTERNAL, RPCStatusCode.ABORTED,
          RPCStatusCode.RESOURCE_EXHAUSTED}
@@ -68,6 +71,28 @@ _GONE = {RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCo
 
 class NotFound(SpecError):
     """The server knows no such workflow."""
+
+
+class Busy(ServerUnavailable):
+    """The workflow has too many queries waiting; try again in a moment."""
+
+
+_QUIET: list[Runtime] = []
+
+
+def quiet_runtime() -> Runtime:
+    """The Temporal runtime of this process's clients, logging only errors: a client whose
+    server restarts would otherwise warn of every retried call on stderr."""
+    if not _QUIET:
+        _QUIET.append(Runtime(telemetry=TelemetryConfig(logging=LoggingConfig(
+            filter=TelemetryFilter(core_level="ERROR", other_level="ERROR")))))
+    return _QUIET[0]
+
+
+async def connect(target: str) -> Client:
+    """A client of the server at `target`, with short retries of its own (RETRY)."""
+    return await Client.connect(target, namespace=mapping.NAMESPACE, retry_config=RETRY,
+                                runtime=quiet_runtime())
 
 
 class TemporalSessions:
@@ -88,9 +113,8 @@ class TemporalSessions:
     async def _connected(self) -> Client:
         if self._client is None:
             try:
-                self._client = await asyncio.wait_for(
-                    Client.connect(self.target, namespace=mapping.NAMESPACE,
-                                   retry_config=RETRY), self.connect_timeout)
+                self._client = await asyncio.wait_for(connect(self.target),
+                                                      self.connect_timeout)
             except Exception as error:
                 raise ServerUnavailable(f"cannot reach the Temporal server at {self.target}: "
                                         f"{type(error).__name__}: {error}") from None
@@ -108,6 +132,8 @@ class TemporalSessions:
         except WorkflowUpdateFailedError as error:
             raise SpecError(f"{what}: the workflow refused it: {error.cause or error}") from None
         except RPCError as error:
+            if error.status is _BUSY:
+                raise Busy(f"{what}: {error}") from None
             if error.status in _GONE:
                 raise ServerUnavailable(f"{what}: {error.status.name}: {error}") from None
             if error.status is RPCStatusCode.NOT_FOUND:
@@ -185,12 +211,17 @@ class TemporalSessions:
     async def events(self, session_id: str, past: bool = True
                      ) -> AsyncIterator[ToolCallFinished]:
         """The session's AgentEvents stream, read from the workflow every POLL seconds; each
-        event once per subscription. ServerUnavailable ends it: subscribe again."""
+        event once per subscription. A busy workflow is read again later; ServerUnavailable
+        ends the stream: subscribe again."""
         seen = 0
         if not past:
             seen = len(await self._events(session_id, 0))
         while True:
-            for view in await self._events(session_id, seen):
+            try:
+                views = await self._events(session_id, seen)
+            except Busy:
+                views = []
+            for view in views:
                 seen += 1
                 yield event_of(view)
             await asyncio.sleep(POLL)

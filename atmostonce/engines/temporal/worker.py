@@ -19,11 +19,16 @@ truth the checkers judge by:
 4. log the run's end to the ledger, then return the result, or raise a non-retryable
    `ToolReportedFailure` for a failure the tool reported (D-3).
 
-The lease (D-12): a worker whose heartbeats have not been heard for `--lease` seconds while a
-run goes on stops the run by ending its process (exit status 3), after telling the ledger; its
-writes carry the lease's deadline, so the ledger refuses a write made after it (a worker paused
-between its check and its write). The lease is shorter than the heartbeat timeout, so by the
-time the server gives up on the attempt, the run is over. `--no-lease` turns this off: the
+The lease (D-12) runs from the moment the server recorded the attempt's start (the task's
+`started_time`, on the server's clock, which is this machine's) and is renewed by each heard
+heartbeat. A task that reaches the worker after its lease (held by a cut connection, or by a
+pause) is refused: the tool does not run, and the attempt fails. A worker whose heartbeats have
+not been heard for `--lease` seconds while a run goes on stops the run by ending its process
+(exit status 3), after telling the ledger; its writes carry the lease's deadline, so the ledger
+refuses a write made after it (a worker paused between its check and its write). The lease is
+shorter than the heartbeat timeout, so by the time the server gives up on the attempt, the run
+is over. One window stays: a worker paused between taking a task in time and the ledger's
+record of the run's start logs that start late, though the run can take no effect. `--no-lease` turns this off: the
 broken variant `no_lease` shows what a cut-off worker then does.
 
 Readiness: one `atmostonce-ready` line once the worker is connected and polling. SIGTERM stops
@@ -53,6 +58,7 @@ from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RetryConfig, RPCError, RPCStatusCode
 from temporalio.worker import Worker
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from atmostonce.engines.temporal import mapping
 from atmostonce.engines.temporal.payloads import ToolJob
@@ -66,10 +72,18 @@ from atmostonce.spec.errors import SpecError
 log = logging.getLogger("atmostonce.temporal.worker")
 
 FENCED_EXIT = 3
+LATE_TYPE = "TaskAfterLease"
+"""The failure of an attempt whose task reached the worker after the lease: the tool did not
+run, but the server may have given up on the attempt already, so it counts as reached (D-5)."""
 STOP_GRACE = 0.6
 """Seconds a run gets to end after SIGTERM before the worker stops it."""
 CONNECT_FOR = 30.0
 """Seconds the worker keeps trying to reach the server and the ledger at start."""
+RUNNER = SandboxedWorkflowRunner(
+    restrictions=SandboxRestrictions.default.with_passthrough_modules("atmostonce"))
+"""The workflow sandbox, with this package passed through: its modules are deterministic (the
+spec's pure rules and the workflows), and importing them afresh for every workflow run, as the
+sandbox otherwise does, takes seconds on a busy machine."""
 RETRY = RetryConfig(initial_interval_millis=50, max_interval_millis=500,
                     max_elapsed_time_millis=2000, max_retries=5)
 """The client's own retries of a failed call: short, since the lease bounds every wait."""
@@ -139,10 +153,16 @@ class ToolWorker:
         """One attempt of a tool call (see the module docstring)."""
         info = activity.info()
         attempt = f"{job.key}#{info.attempt}"
-        self.anchor = time.monotonic()
-        run = _Run(self, attempt, job)
         self.events.note("started", attempt=attempt, key=job.key, tool=job.tool,
                          number=info.attempt, workflow=info.workflow_id)
+        late = max(0.0, time.time() - info.started_time.timestamp())
+        self.anchor = time.monotonic() - late
+        if self.use_lease and late > self.lease:
+            self.events.note("refused", attempt=attempt, late=late)
+            raise ApplicationError(f"{job.tool} did not run: its task reached the worker "
+                                   f"{late:.2f} s after the server handed it out, past the "
+                                   f"lease ({self.lease:g} s)", type=LATE_TYPE)
+        run = _Run(self, attempt, job)
         try:
             await self.ledger.request({"op": "run_started", "worker": self.name,
                                        "attempt": attempt, "key": job.key, "tool": job.tool})
@@ -295,7 +315,7 @@ async def sessions(args: argparse.Namespace) -> NoReturn:
     _stop_on_signals(stop)
     client = await _connect(args.server, name)
     worker = Worker(client, task_queue=mapping.SESSIONS_QUEUE, workflows=list(WORKFLOWS),
-                    identity=name)
+                    identity=name, workflow_runner=RUNNER)
     running = asyncio.create_task(worker.run())
     print(ready_line("sessions", names=[name], pid=os.getpid()), flush=True)
     await _until(stop, running)
