@@ -33,6 +33,7 @@ from temporalio.client import (
     WorkflowUpdateRPCTimeoutOrCancelledError,
 )
 from temporalio.common import WorkflowIDConflictPolicy
+from temporalio.exceptions import ApplicationError
 from temporalio.runtime import LoggingConfig, Runtime, TelemetryConfig, TelemetryFilter
 from temporalio.service import RetryConfig, RPCError, RPCStatusCode
 
@@ -61,6 +62,10 @@ POLL = 0.25
 """Seconds between two reads of a session's events."""
 RETRY = RetryConfig(initial_interval_millis=50, max_interval_millis=400,
                     max_elapsed_time_millis=1500, max_retries=4)
+UNPROCESSED = "UnprocessedUpdate"
+"""The server's failure type for an update it dropped because the workflow task that carried it
+ended without the workflow taking it (a restart or a lost worker in between): never in the
+history, so sending it again is safe."""
 _BUSY = RPCStatusCode.RESOURCE_EXHAUSTED
 """What a query to a workflow gets while too many queries wait for it."""
 _GONE = {RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED,
@@ -130,7 +135,11 @@ class TemporalSessions:
             raise ServerUnavailable(f"{what}: no answer from {self.target} in time "
                                     f"({type(error).__name__})") from None
         except WorkflowUpdateFailedError as error:
-            raise SpecError(f"{what}: the workflow refused it: {error.cause or error}") from None
+            cause = error.cause
+            if isinstance(cause, ApplicationError) and cause.type == UNPROCESSED:
+                raise ServerUnavailable(f"{what}: the server dropped the update before the "
+                                        f"workflow took it ({cause})") from None
+            raise SpecError(f"{what}: the workflow refused it: {cause or error}") from None
         except RPCError as error:
             if error.status is _BUSY:
                 raise Busy(f"{what}: {error}") from None

@@ -41,6 +41,11 @@ from atmostonce.spec.policy import EffectivePolicy, Step
 from atmostonce.spec.protocol import ExecutorConfig
 from atmostonce.spec.records import AttemptEnd, Outcome, Record, decide, record_of
 
+__all__ = ["ACTIVITY", "NAMESPACE", "PAGE", "REGISTRY_ID", "SESSIONS_QUEUE", "TOOLS_QUEUE",
+           "TOOL_FAILED_TYPE", "ActivityPlan", "AttemptEnd", "EffectivePolicy", "Ending",
+           "Outcome", "TimeoutKind", "Variant", "attempt_end", "outcome", "plan",
+           "reached_before", "succeeded"]
+
 TOOL_FAILED_TYPE = "ToolReportedFailure"
 """The application error type of a failure the tool reported: never retried (D-3)."""
 ACTIVITY = "call_tool"

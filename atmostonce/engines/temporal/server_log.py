@@ -11,8 +11,10 @@ From each session's history:
 - `Cancelled` for a start-to-close timeout (the engine gave up on a run that may go on,
   TC-AMO-3); a heartbeat timeout needs no entry: an attempt that ended without one is lost
   with its worker;
-- `TimerStarted` for each approval-deadline timer (the history names it by its summary) and
-  `TimerFired` for one that fired before any answer was taken;
+- `TimerStarted` for each approval-deadline timer (the history names it by its summary), and
+  `TimerFired` when the deadline took effect, before any answer was taken: its timer fired, or
+  an `answer` update found it passed (the workflow judges by its clock, so an answer can find
+  the deadline passed before the timer's event is written);
 - `ApprovalAnswered` for each `answer` update the workflow accepted, at the moment the workflow
   read it: the start of the workflow task that took it, the `workflow.now()` the workflow
   judged the deadline by.
@@ -47,6 +49,7 @@ from atmostonce.spec.approval import REPLY_TEXT, ApprovalReply
 from atmostonce.spec.protocol import TimerKind
 
 _DEADLINE = deadline_summary("")
+_PASSED = REPLY_TEXT[ApprovalReply.DEADLINE_PASSED]
 
 
 @dataclass
@@ -103,6 +106,9 @@ def _history(fetched: Fetched, offset: float, found: _Found, log: ServerLog) -> 
     timers: dict[int, str] = {}
     answers: dict[str, tuple[float, str, bool]] = {}
     taken: dict[str, float] = {}
+    """Calls whose approval the workflow took an answer for, and when."""
+    expired: set[str] = set()
+    """Calls whose deadline took effect: its timer fired, or an answer found it passed."""
     task_started = 0.0
     for event in fetched.events:
         at = _monotonic(event.event_time, offset)
@@ -141,7 +147,8 @@ def _history(fetched: Fetched, offset: float, found: _Found, log: ServerLog) -> 
                 found.add(h.TimerStarted(at, TimerKind.APPROVAL_DEADLINE, key, key))
         elif kind == "timer_fired_event_attributes":
             key = timers.get(event.timer_fired_event_attributes.started_event_id, "")
-            if key and not (key in taken and taken[key] < at):
+            if key and key not in taken and key not in expired:
+                expired.add(key)
                 found.add(h.TimerFired(at, TimerKind.APPROVAL_DEADLINE, key, key))
         elif kind == "workflow_execution_update_accepted_event_attributes":
             request = event.workflow_execution_update_accepted_event_attributes.accepted_request
@@ -153,11 +160,16 @@ def _history(fetched: Fetched, offset: float, found: _Found, log: ServerLog) -> 
             done = event.workflow_execution_update_completed_event_attributes
             answer = answers.pop(done.meta.update_id, None)
             reply = _first(done.outcome.success) if done.outcome.HasField("success") else {}
-            if answer is not None and reply.get("accepted") is True:
-                took, key, approve = answer
+            if answer is None:
+                continue
+            took, key, approve = answer
+            if reply.get("accepted") is True:
                 taken.setdefault(key, took)
                 found.add(h.ApprovalAnswered(took, key, approve, True,
                                              REPLY_TEXT[ApprovalReply.ACCEPTED]))
+            elif reply.get("text") == _PASSED and key not in taken and key not in expired:
+                expired.add(key)
+                found.add(h.TimerFired(took, TimerKind.APPROVAL_DEADLINE, key, key))
     for pending in fetched.pending:
         if pending.state == PendingActivityState.PENDING_ACTIVITY_STATE_STARTED:
             at = _monotonic(pending.last_started_time, offset)

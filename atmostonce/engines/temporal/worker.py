@@ -28,8 +28,9 @@ not been heard for `--lease` seconds while a run goes on stops the run by ending
 refuses a write made after it (a worker paused between its check and its write). The lease is
 shorter than the heartbeat timeout, so by the time the server gives up on the attempt, the run
 is over. One window stays: a worker paused between taking a task in time and the ledger's
-record of the run's start logs that start late, though the run can take no effect. `--no-lease` turns this off: the
-broken variant `no_lease` shows what a cut-off worker then does.
+record of the run's start logs that start late, though the run can take no effect.
+`--no-lease` turns all this off: the broken variant `no_lease` shows what a cut-off worker then
+does.
 
 Readiness: one `atmostonce-ready` line once the worker is connected and polling. SIGTERM stops
 the process within a second; a run still going is reported to the ledger as stopped. The process
@@ -84,9 +85,12 @@ RUNNER = SandboxedWorkflowRunner(
 """The workflow sandbox, with this package passed through: its modules are deterministic (the
 spec's pure rules and the workflows), and importing them afresh for every workflow run, as the
 sandbox otherwise does, takes seconds on a busy machine."""
-RETRY = RetryConfig(initial_interval_millis=50, max_interval_millis=500,
-                    max_elapsed_time_millis=2000, max_retries=5)
-"""The client's own retries of a failed call: short, since the lease bounds every wait."""
+RETRY = RetryConfig(initial_interval_millis=50, max_interval_millis=1000,
+                    max_elapsed_time_millis=15000, max_retries=30)
+"""The client's own retries of a failed call, long enough to outlast a server restart: a
+result the tool returned while the server was down is delivered when it is back, instead of
+the attempt ending by its heartbeat timeout (outcome_unknown although the tool returned).
+Heartbeats are bounded by the lease whatever this allows."""
 
 
 class EventsFile:
