@@ -69,11 +69,13 @@ def test_a_short_chaos_run_on_the_mapping_passes_with_every_property_judged_or_n
 
 @pytest.mark.clause("TC-EFF-NONIDEM", "TC-AMO-2", "TC-POL-2")
 def test_the_mapping_that_retries_non_idempotent_writes_is_caught() -> None:
-    """CallTool's retry policy on every class: a killed worker's non-idempotent write runs
-    again on the next worker, which the same chaos run reports (exit 1)."""
+    """CallTool's retry policy on every class: a non-idempotent write whose worker was killed
+    or paused past the heartbeat timeout runs again on the next worker, which the same chaos
+    run reports (exit 1). Kills and pauses at four times the usual rate meet a write in the
+    middle of its run several times in fifteen seconds."""
     pytest.importorskip("temporalio")
-    done = chaos("--engine", BROKEN, "--nemesis", "kill", "--pace", "3", "--duration", "10",
-                 "--seed", "1", "--json", timeout=300)
+    done = chaos("--engine", BROKEN, "--nemesis", "kill,pause", "--pace", "4", "--duration",
+                 "15", "--seed", "1", "--json", timeout=300)
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
     report = json.loads(done.stdout)
     caught = {v["property"] for v in report["violations"]}

@@ -232,3 +232,36 @@ def test_a_cut_off_worker_stops_its_run_before_the_record_only_with_the_lease(
 
     with temporal_world(tmp_path, CONFIG, workers=1, variant=variant) as world:
         asyncio.run(scenario(world))
+
+
+@pytest.mark.clause("D-12", "D-5", "TC-RCN-1", "TC-AMO-2")
+@pytest.mark.parametrize("variant", [mapping.PAGE, NO_LEASE], ids=["lease", "no-lease"])
+def test_a_task_held_past_the_heartbeat_timeout_never_runs_only_with_the_lease(
+        tmp_path: Path, variant: mapping.Variant) -> None:
+    """Hold an idle worker's connection, then ask: Temporal hands the task to the worker's
+    waiting poll (it records the start) but the answer is held, so after the heartbeat
+    timeout the call records outcome_unknown. When the connection heals the task arrives.
+    With the lease, counted from the start Temporal recorded, the worker refuses it and the
+    tool never runs; without it the tool runs after its call was recorded outcome_unknown
+    (A-NO-ATTEMPT-AFTER-UNKNOWN), the finding that chaos made first."""
+    async def scenario(world: World) -> None:
+        await start(world, "late")
+        [worker] = world.engine.workers()
+        world.engine.cut(worker, CutMode.HOLD)
+        key = await world.api.ask("late", "t1", "c1", "cancel_order", args(0.3, 0.1))
+        event = await record(world, "late", "c1")
+        assert event.status is ToolCallStatus.OUTCOME_UNKNOWN, event
+        recorded = time.monotonic()
+        world.engine.heal(worker)
+        notes = world.engine.setup.workdir / f"{worker.id}.events"
+        await until("the task reached the worker", lambda: notes.exists()
+                    and '"started"' in notes.read_text())
+        if variant.lease:
+            await until("the worker refused it", lambda: '"refused"' in notes.read_text())
+            assert world.runs(key) == []
+        else:
+            [run] = await until("the tool ran", lambda: world.runs(key))
+            assert run.started > recorded
+
+    with temporal_world(tmp_path, CONFIG, workers=1, variant=variant) as world:
+        asyncio.run(scenario(world))
