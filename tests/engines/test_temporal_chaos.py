@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -47,11 +48,14 @@ def test_the_temporal_engine_refuses_the_fence_as_bad_input() -> None:
 
 @pytest.mark.clause("TC-REC-1", "TC-AMO-1", "TC-REC-LOST", "D-12")
 def test_a_short_chaos_run_on_the_mapping_passes_with_every_property_judged_or_not_checkable(
-        ) -> None:
+        tmp_path: Path) -> None:
+    """The run's files stay in `tmp_path` (histories in the dev server's database, the workers'
+    notes and logs, the ledger), to read when it fails."""
     pytest.importorskip("temporalio")
     from atmostonce.engines.temporal.adapter import NOT_CHECKABLE
 
-    result = run_chaos(ChaosOptions(duration=12, seed=3, engine=ENGINE))
+    result = run_chaos(ChaosOptions(duration=12, seed=3, engine=ENGINE,
+                                    workdir=tmp_path / "run"))
     report = chaos_json(result)
     assert result.ok, chaos_text(result)
     properties = report["properties"]

@@ -74,12 +74,16 @@ class TemporalEngine:
     """The Temporal dev server and the mapping's workers on loopback (see the module
     docstring)."""
 
-    def __init__(self, setup: EngineSetup, variant: mapping.Variant = mapping.PAGE) -> None:
+    def __init__(self, setup: EngineSetup, variant: mapping.Variant = mapping.PAGE,
+                 slots: int = 1) -> None:
+        """`slots`: activities each tool worker runs at a time (the chaos harness's workers
+        run one, like the runtime's)."""
         if setup.config.fence:
             raise SpecError("the Temporal engine has no fence (D-6): Temporal offers none and "
                             "the mapping adds none; run without --fence")
         self.setup = setup
         self.variant = variant
+        self.slots = slots
         self.settings: Settings = settings_of(setup.config, variant.name,
                                               variant.retry_every_class)
         self.token_file = setup.token_file or setup.workdir / "token"
@@ -158,7 +162,7 @@ class TemporalEngine:
         events = self.setup.workdir / f"{wid}.events"
         args = ["tools", "--server", f"{self.setup.host}:{port}", "--ledger", self.setup.ledger,
                 "--token-file", str(self.token_file), "--name", wid, "--events", str(events),
-                "--lease", repr(self.setup.config.lease)]
+                "--lease", repr(self.setup.config.lease), "--slots", str(self.slots)]
         if not self.variant.lease:
             args.append("--no-lease")
         started = self._spawn("worker", args)

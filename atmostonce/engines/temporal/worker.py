@@ -2,10 +2,10 @@
 tools|sessions ...`.
 
 `sessions` runs the workflows (`workflows.WORKFLOWS`) on the sessions task queue. `tools` runs
-the tool activity on the tools task queue, one activity at a time, and is what the chaos
-harness kills, pauses and cuts off. Its activity does what the runtime's worker does around a
-run of one of the four demo tools (`atmostonce.runtime.tools`), the ledger being the ground
-truth the checkers judge by:
+the tool activity on the tools task queue, `--slots` activities at a time (one for chaos), and
+is what the chaos harness kills, pauses and cuts off. Its activity does what the runtime's
+worker does around a run of one of the four demo tools (`atmostonce.runtime.tools`), the
+ledger being the ground truth the checkers judge by:
 
 1. note the hand-out in its events file (`--events`, one JSON object a line: `started`,
    `ended`, `fenced`), before anything else: Temporal's history keeps only the last attempt's
@@ -146,8 +146,10 @@ class ToolWorker:
         self.events = events
         self.table = table
         self.anchor = 0.0
-        """When the latest heartbeat the server answered was sent."""
-        self.run: _Run | None = None
+        """When the latest heartbeat the server answered was sent: the lease is the
+        connection's, so any run's heard heartbeat renews it for all."""
+        self.runs: dict[str, _Run] = {}
+        """The runs going at this worker, by attempt."""
 
     def deadline(self) -> float | None:
         return self.anchor + self.lease if self.use_lease else None
@@ -160,7 +162,7 @@ class ToolWorker:
         self.events.note("started", attempt=attempt, key=job.key, tool=job.tool,
                          number=info.attempt, workflow=info.workflow_id)
         late = max(0.0, time.time() - info.started_time.timestamp())
-        self.anchor = time.monotonic() - late
+        self.anchor = max(self.anchor, time.monotonic() - late)
         if self.use_lease and late > self.lease:
             self.events.note("refused", attempt=attempt, late=late)
             raise ApplicationError(f"{job.tool} did not run: its task reached the worker "
@@ -176,7 +178,7 @@ class ToolWorker:
             self.events.note("ended", attempt=attempt, ok=False)
             raise ApplicationError(output, type=mapping.TOOL_FAILED_TYPE,
                                    non_retryable=True) from None
-        self.run = run
+        self.runs[attempt] = run
         beats = asyncio.create_task(self._heartbeats(run, info.task_token))
         try:
             ok, output = await run_tool(job.tool, job.arguments, run, self.table)
@@ -192,7 +194,7 @@ class ToolWorker:
         self.ledger.send({"op": "run_ended", "worker": self.name, "attempt": attempt,
                           "end": "returned" if ok else "tool_failed", "output": output})
         run.going = False
-        self.run = None
+        self.runs.pop(attempt, None)
         self.events.note("ended", attempt=attempt, ok=ok)
         if not ok:
             raise ApplicationError(output, type=mapping.TOOL_FAILED_TYPE, non_retryable=True)
@@ -221,18 +223,15 @@ class ToolWorker:
     async def watch(self) -> None:
         """The lease watchdog: a run whose heartbeats went unheard for the lease stops."""
         while True:
-            run = self.run
             deadline = self.deadline()
-            if run is not None and run.going and deadline is not None \
-                    and time.monotonic() > deadline:
+            if self.runs and deadline is not None and time.monotonic() > deadline:
                 self.fence(f"no heartbeat heard for the lease ({self.lease:g} s) while "
-                           f"running {run.attempt}")
+                           f"running {', '.join(self.runs)}")
             await asyncio.sleep(max(0.005, self.lease / 20))
 
     def fence(self, reason: str) -> NoReturn:
-        """Stop the run now by ending the process (D-12); the ledger hears it first."""
-        run = self.run
-        if run is not None and run.going:
+        """Stop every run now by ending the process (D-12); the ledger hears it first."""
+        for run in self.runs.values():
             self.ledger.send({"op": "run_ended", "worker": self.name, "attempt": run.attempt,
                               "end": "stopped", "output": f"stopped by its worker: {reason}"})
             self.events.note("fenced", attempt=run.attempt, reason=reason)
@@ -241,18 +240,18 @@ class ToolWorker:
         os._exit(FENCED_EXIT)
 
     async def stopped(self) -> None:
-        """SIGTERM: let the run in hand end within STOP_GRACE, else tell the ledger it was
+        """SIGTERM: let the runs in hand end within STOP_GRACE, else tell the ledger they were
         stopped."""
         deadline = time.monotonic() + STOP_GRACE
-        while self.run is not None and time.monotonic() < deadline:
+        while self.runs and time.monotonic() < deadline:
             await asyncio.sleep(0.02)
-        run = self.run
-        if run is not None and run.going:
+        notices = [self.ledger.request({
+            "op": "run_ended", "worker": self.name, "attempt": run.attempt, "end": "stopped",
+            "output": "stopped by its worker: the worker was told to stop"})
+            for run in self.runs.values()]
+        if notices:
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(self.ledger.request({
-                    "op": "run_ended", "worker": self.name, "attempt": run.attempt,
-                    "end": "stopped", "output": "stopped by its worker: the worker was told "
-                    "to stop"}), 0.3)
+                await asyncio.wait_for(asyncio.gather(*notices), 0.3)
 
 
 async def _connect(server: str, identity: str) -> Client:
@@ -299,7 +298,7 @@ async def tools(args: argparse.Namespace) -> NoReturn:
     work = ToolWorker(client, ledger, name, args.lease, not args.no_lease,
                       EventsFile(Path(args.events), name), behaviours())
     worker = Worker(client, task_queue=mapping.TOOLS_QUEUE, activities=[work.call_tool],
-                    max_concurrent_activities=1, identity=name,
+                    max_concurrent_activities=args.slots, identity=name,
                     graceful_shutdown_timeout=timedelta(seconds=STOP_GRACE))
     running = asyncio.create_task(worker.run())
     watchdog = asyncio.create_task(work.watch())
@@ -353,6 +352,8 @@ def _parser() -> argparse.ArgumentParser:
     tool.add_argument("--events", required=True, metavar="PATH")
     tool.add_argument("--lease", type=float, required=True, metavar="SECONDS")
     tool.add_argument("--no-lease", action="store_true")
+    tool.add_argument("--slots", type=int, default=1, metavar="N",
+                      help="activities at a time (default 1)")
     session = roles.add_parser("sessions", help="run the session workflows")
     session.add_argument("--server", required=True, metavar="HOST:PORT")
     return parser
