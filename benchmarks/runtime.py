@@ -11,9 +11,14 @@ commit) and 2 worker processes on loopback, then:
   the time from the kill to the call's `outcome_unknown` event, against the heartbeat timeout
   (target: within heartbeat timeout + 1 s).
 
+With `--engine temporal` the same measures run on the Temporal mapping right after
+(`benchmarks/temporal_engine.py`: dev server, the mapping's tool workers) and the report gives
+Temporal's figures beside the runtime's, with their ratios.
+
 A benchmark, never a timed test; figures come from one run on this machine.
 
-    python benchmarks/runtime.py [--calls N] [--concurrency C] [--slots S] [--kills K] [--json]
+    python benchmarks/runtime.py [--calls N] [--concurrency C] [--slots S] [--kills K]
+                                 [--engine reference|temporal] [--json]
 """
 
 from __future__ import annotations
@@ -26,12 +31,20 @@ import statistics
 import sys
 import time
 from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if not __package__:  # run as a script: measure this checkout, not an installed copy
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from atmostonce.runtime.client import AsyncClient
 from atmostonce.runtime.processes import Cluster
 from atmostonce.spec.policy import EffectClass, ToolPolicy
 from atmostonce.spec.protocol import ExecutorConfig
 from atmostonce.spec.session import ToolCallStatus
+
+if TYPE_CHECKING:
+    from benchmarks import temporal_engine
 
 SESSION = "bench"
 WORKERS = 2
@@ -161,6 +174,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kills", type=int, default=3, help="killed workers to time (>= 1)")
     parser.add_argument("--heartbeat-timeout", type=float, default=2.0)
     parser.add_argument("--lease", type=float, default=1.0)
+    parser.add_argument("--engine", choices=("reference", "temporal"), default="reference",
+                        help="temporal: also run the Temporal mapping and compare")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     if min(args.calls, args.concurrency, args.slots, args.kills) < 1:
@@ -174,12 +189,25 @@ def main(argv: list[str] | None = None) -> int:
         detection = asyncio.run(_detection(cluster, args.kills, interval))
     command = (f"python benchmarks/runtime.py --calls {args.calls} --concurrency "
                f"{args.concurrency} --slots {args.slots} --kills {args.kills} "
-               f"--heartbeat-timeout {args.heartbeat_timeout:g} --lease {args.lease:g}")
+               f"--heartbeat-timeout {args.heartbeat_timeout:g} --lease {args.lease:g}"
+               f"{' --engine temporal' if args.engine == 'temporal' else ''}")
+    temporal = None
+    if args.engine == "temporal":
+        from benchmarks import temporal_engine
+
+        temporal = temporal_engine.run(args.calls, args.concurrency, args.slots, args.kills,
+                                       config)
     if args.json:
-        print(json.dumps({"workers": WORKERS, "slots": args.slots,
-                          "concurrency": args.concurrency, "cpus": os.cpu_count(),
-                          "throughput": asdict(speed), "detection": asdict(detection),
-                          "command": command}, indent=2))
+        report: dict[str, object] = {
+            "workers": WORKERS, "slots": args.slots, "concurrency": args.concurrency,
+            "cpus": os.cpu_count(), "throughput": asdict(speed),
+            "detection": asdict(detection), "command": command}
+        if temporal is not None:
+            t_speed, t_detection = temporal
+            report["temporal"] = {"throughput": asdict(t_speed),
+                                  "detection": asdict(t_detection),
+                                  "ratios": _ratios(speed, detection, t_speed, t_detection)}
+        print(json.dumps(report, indent=2))
         return 0
     print(f"atmostonce runtime on loopback: {WORKERS} worker processes x {args.slots} slots, "
           f"{args.concurrency} calls in flight, journal fsynced (WAL, synchronous=FULL, group "
@@ -194,8 +222,37 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  detection:   killed worker -> outcome_unknown in {shown} s (heartbeat timeout "
           f"{detection.heartbeat_timeout:g} s, heartbeats every {detection.heartbeat_interval:g}"
           f" s; target <= {detection.target:g} s: {'met' if detection.met else 'MISSED'})")
+    if temporal is not None:
+        _print_temporal(speed, detection, *temporal)
     print(f"reproduce: {command}")
     return 0
+
+
+def _ratios(speed: Throughput, detection: Detection, t_speed: temporal_engine.Speed,
+            t_detection: temporal_engine.Detection) -> dict[str, float]:
+    """Temporal's figures over the runtime's: below 1 for calls/s means slower, above 1 for a
+    latency or a detection time means longer."""
+    return {"calls_per_second": t_speed.calls_per_second / speed.calls_per_second,
+            "p50": t_speed.p50_ms / speed.p50_ms, "p99": t_speed.p99_ms / speed.p99_ms,
+            "detection_worst": t_detection.worst / detection.worst}
+
+
+def _print_temporal(speed: Throughput, detection: Detection, t_speed: temporal_engine.Speed,
+                    t_detection: temporal_engine.Detection) -> None:
+    ratios = _ratios(speed, detection, t_speed, t_detection)
+    shown = ", ".join(f"{s:.2f}" for s in t_detection.seconds)
+    print(f"Temporal mapping (dev server on SQLite, {t_speed.workers} tool workers x "
+          f"the same slots, {t_speed.sessions} sessions, events polled every "
+          f"{t_speed.poll_ms:g} ms), same run:")
+    print(f"  end to end:  {t_speed.calls} read calls in {t_speed.seconds:.2f} s = "
+          f"{t_speed.calls_per_second:,.1f} tool calls/s (x{ratios['calls_per_second']:.3f} "
+          "the runtime's)")
+    print(f"  latency:     p50 {t_speed.p50_ms:.1f} ms (x{ratios['p50']:.1f}), p99 "
+          f"{t_speed.p99_ms:.1f} ms (x{ratios['p99']:.1f}), max {t_speed.max_ms:.1f} ms")
+    print(f"  detection:   killed worker -> outcome_unknown in {shown} s (heartbeat timeout "
+          f"{t_detection.heartbeat_timeout:g} s; worst x{ratios['detection_worst']:.2f} the "
+          "runtime's)")
+
 
 
 if __name__ == "__main__":

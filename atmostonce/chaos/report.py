@@ -9,6 +9,7 @@ from __future__ import annotations
 from atmostonce.chaos.result import ChaosResult
 from atmostonce.check.history import ReconcileRan, describe
 from atmostonce.sim.report import SOMETIMES, records_table, retries_line, unwitnessed
+from atmostonce.spec.properties import PROPERTIES
 
 SHOWN = 10
 """Violations the text report details; JSON has them all."""
@@ -53,6 +54,8 @@ def chaos_json(result: ChaosResult) -> dict[str, object]:
         "kept": None if result.kept is None else str(result.kept),
         "drained": result.drained,
         "reconcile": _reconcile(result),
+        "properties": {"judged": judged(result),
+                       "not_checkable": dict(sorted(result.not_checkable.items()))},
         "witnessed": sorted(result.witnessed),
         "unwitnessed": unwitnessed(result.totals),
         "history_entries": len(result.entries),
@@ -98,6 +101,7 @@ def chaos_text(result: ChaosResult) -> str:
         "",
         *_double_runs(result),
         f"  sometimes-properties witnessed: {len(result.witnessed)} of {len(SOMETIMES)}",
+        *_properties(result),
         "",
         *_lost(result),
         *_violations(result),
@@ -111,6 +115,21 @@ def chaos_text(result: ChaosResult) -> str:
     if not result.ok:
         lines.append(f"rerun: {o.command()}")
     return "\n".join(lines)
+
+
+def judged(result: ChaosResult) -> list[str]:
+    """The ids of the properties the run judged: all but those the engine cannot show."""
+    return [pid for pid in PROPERTIES if pid not in result.not_checkable]
+
+
+def _properties(result: ChaosResult) -> list[str]:
+    """The judged properties and, apart, those not checkable on this engine with the reason."""
+    lines = [f"  properties judged: {len(judged(result))} of {len(PROPERTIES)}"]
+    if result.not_checkable:
+        lines.append(f"  not checkable on this engine: {len(result.not_checkable)} (never "
+                     "counted as passed)")
+        lines.extend(f"    {pid}: {why}" for pid, why in sorted(result.not_checkable.items()))
+    return lines
 
 
 def _double_runs(result: ChaosResult) -> list[str]:

@@ -38,6 +38,8 @@ class ChaosResult:
     kept: Path | None = None
     """Where the run's files (journal, ledger, every process's log) were kept, when the
     executor failed and the directory would otherwise have been removed."""
+    not_checkable: dict[str, str] = field(default_factory=dict)
+    """The properties the engine cannot give evidence for, and why (`Limits`)."""
 
     @property
     def double_runs(self) -> tuple[DoubleRun, ...]:

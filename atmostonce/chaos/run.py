@@ -40,8 +40,10 @@ from atmostonce.engines.adapter import (
     Engine,
     EngineSetup,
     ExecutorFailure,
+    Limits,
     ServerLog,
     built,
+    limits_of,
     load_engine,
 )
 from atmostonce.runtime.ledger_client import LedgerClient, Run, Write
@@ -78,6 +80,7 @@ class _Collected:
     errors: list[str] = field(default_factory=list)
     failed: list[ExecutorFailure] = field(default_factory=list)
     """Failures of the executor under test that stopped the run."""
+    limits: Limits = field(default_factory=Limits)
 
     def executor_failures(self) -> list[ExecutorFailure]:
         """Every failure of the executor under test: those the server log lists, and any
@@ -117,7 +120,7 @@ def run_chaos(options: ChaosOptions, say: Say = lambda line: None) -> ChaosResul
     failures = got.executor_failures()
     config = options.config
     entries = build_history(got.obs, got.faults, got.log, got.runs, got.writes, config, end)
-    history = History(config)
+    history = History(config, attempts_survive_restart=got.limits.attempts_survive_restart)
     for entry in entries:
         history.append(entry)
     notes = list(got.log.notes)
@@ -132,7 +135,8 @@ def run_chaos(options: ChaosOptions, say: Say = lambda line: None) -> ChaosResul
     errors = got.errors + got.faults.errors + got.obs.errors
     return ChaosResult(options, got.engine, entries, list(history.violations),
                        lost_records(got.obs, got.log), stats, got.faults, got.obs,
-                       notes, got.pids, end - started, got.drained, errors, failures, kept)
+                       notes, got.pids, end - started, got.drained, errors, failures, kept,
+                       dict(got.limits.not_checkable))
 
 
 def _run(options: ChaosOptions, factory: Callable[[EngineSetup], Engine], workdir: Path,
@@ -153,6 +157,7 @@ def _run(options: ChaosOptions, factory: Callable[[EngineSetup], Engine], workdi
         setup = EngineSetup(workdir / "engine", f"{LOOPBACK}:{port}", options.config,
                             options.workers, options.executor, token_file=token_file)
         engine = built(factory, setup, options.engine)
+        got.limits = limits_of(engine)
         got.engine = engine.describe()
         try:
             try:

@@ -183,8 +183,14 @@ class AttemptChecks(CheckerState):
                 self.witnessed.add("S-LOST-BEFORE-HEARTBEAT")
 
     def _server_restarted(self, e: h.ServerRestarted, pos: int) -> None:
-        """D-8: every attempt out at a worker is lost to the restart; its run may go on."""
+        """D-8: every attempt out at a worker is lost to the restart; its run may go on. On an
+        engine whose attempts survive a restart they go on into the new life instead."""
         self._epoch += 1
+        if self.attempts_survive_restart:
+            for attempts in self._worker_attempts.values():
+                for attempt in attempts:
+                    attempt.epoch = self._epoch
+            return
         for attempts in self._worker_attempts.values():
             for attempt in attempts:
                 c = attempt.call

@@ -142,8 +142,10 @@ class CheckerState:
     """What the checker knows of a history so far, and how it reports a violation: the base of
     every judge class, which only reads and changes this state."""
 
-    def __init__(self, config: ExecutorConfig) -> None:
+    def __init__(self, config: ExecutorConfig, attempts_survive_restart: bool = False) -> None:
         self.config = config
+        self.attempts_survive_restart = attempts_survive_restart
+        """The engine keeps attempts across a server restart: a restart ends none (D-8)."""
         self.violations: list[h.Violation] = []
         self.fresh: list[h.Violation] = []
         """The violations found since a caller last emptied this list (`take_fresh` does)."""

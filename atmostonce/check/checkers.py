@@ -116,8 +116,9 @@ _WITNESS: dict[tuple[str, str], str] = {
 class HistoryChecker(ApprovalChecks, AttemptChecks, RecordChecks, RunChecks):
     """Judges a history entry by entry; `violations` holds what it found, in order."""
 
-    def __init__(self, config: ExecutorConfig) -> None:
-        super().__init__(config)
+    def __init__(self, config: ExecutorConfig, *, attempts_survive_restart: bool = False
+                 ) -> None:
+        super().__init__(config, attempts_survive_restart)
         self.judges: dict[type[h.Entry], Callable[[Any, int], None]] = {
             h.PolicySet: self._policy_set,
             h.SessionOpened: self._session_opened,
@@ -187,11 +188,14 @@ class History:
 
     __slots__ = ("_fresh", "_judges", "checker", "entries", "judged")
 
-    def __init__(self, config: ExecutorConfig) -> None:
+    def __init__(self, config: ExecutorConfig, *, attempts_survive_restart: bool = False
+                 ) -> None:
+        """`attempts_survive_restart`: the engine keeps the attempts out at a server restart
+        (`atmostonce.engines.adapter.Limits`), so a restart does not end them (D-8)."""
         self.entries: list[h.Entry] = []
         self.judged = 0
         """How many entries `judge` took: the position of its next one."""
-        self.checker = HistoryChecker(config)
+        self.checker = HistoryChecker(config, attempts_survive_restart=attempts_survive_restart)
         self._judges = self.checker.judges
         self._fresh = self.checker.fresh
 

@@ -56,6 +56,22 @@ required: without them an outcome_unknown record cannot be told from a lie (A-UN
 The reference adapter (`atmostonce.engines.reference`) reads them from its server's journal and
 from a TCP proxy it puts between each worker and the server.
 
+What an engine cannot show
+--------------------------
+
+An engine may also have a method `limits()` returning `Limits` (the harness reads it with
+`limits_of`, so an adapter without one keeps working):
+
+- `not_checkable` maps a property id (`atmostonce.spec.properties`) to why the engine cannot
+  give the evidence it needs, such as an earlier attempt's hand-out that its history does not
+  keep. The report shows such a property as not checkable, with the reason, apart from the
+  judged ones, never as passed; a violation the checkers still find for it on the evidence
+  there is (which can miss, not invent) counts like any other.
+- `attempts_survive_restart` says that a server restart does not end the attempts out at
+  workers: they stay started, their timers run on, and a late result decides the call
+  (Temporal). The checkers then judge a restart as a lost connection, not as the loss of
+  every attempt out (D-8).
+
 Errors
 ------
 
@@ -74,7 +90,7 @@ only fail again. `server_log()` lists every such failure in `ServerLog.executor_
 from __future__ import annotations
 
 import enum
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, cast, runtime_checkable
@@ -85,6 +101,7 @@ from atmostonce.runtime.client import AnswerReply, ServerUnavailable
 from atmostonce.runtime.wire import LOOPBACK
 from atmostonce.spec.errors import SpecError
 from atmostonce.spec.policy import EffectClass, ToolHints, ToolPolicy
+from atmostonce.spec.properties import PROPERTIES
 from atmostonce.spec.protocol import ExecutorConfig
 from atmostonce.spec.session import AgentSnapshot, ToolCallFinished
 
@@ -169,6 +186,32 @@ class RunEndSeen:
     attempt: str
     ok: bool | None = None
     """Whether the tool returned (True) or reported a failure (False), when known."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What an engine cannot show, and how its restarts differ (see the module docstring)."""
+
+    not_checkable: Mapping[str, str] = field(default_factory=dict)
+    """Property id -> why this engine cannot give the evidence the property needs."""
+    attempts_survive_restart: bool = False
+
+
+def limits_of(engine: object) -> Limits:
+    """The engine's `limits()`, or no limits when it has no such method; SpecError for an
+    answer that is not `Limits` or names a property the spec does not have."""
+    method = getattr(engine, "limits", None)
+    if method is None:
+        return Limits()
+    limits = method()
+    if not isinstance(limits, Limits):
+        raise SpecError(f"the engine's limits() returned a {type(limits).__name__}, not "
+                        "atmostonce.engines.adapter.Limits")
+    unknown = sorted(set(limits.not_checkable) - set(PROPERTIES))
+    if unknown:
+        raise SpecError(f"the engine's limits() names properties the spec does not have: "
+                        f"{', '.join(unknown)}")
+    return limits
 
 
 @dataclass

@@ -1,0 +1,247 @@
+"""What the Temporal server saw, read from the workflow histories and the tool workers' events
+files: the `ServerLog` the Temporal adapter gives the chaos harness.
+
+From each session's history:
+
+- `HandedOut` for the attempt an ActivityTaskStarted event names (worker: its identity, at:
+  its time, when the server recorded the start before answering the worker's poll, D-5), and
+  for a started attempt still pending when the history was read;
+- `ResultDelivered` and a run end for ActivityTaskCompleted, and for ActivityTaskFailed with a
+  failure the tool reported (D-3);
+- `Cancelled` for a start-to-close timeout (the engine gave up on a run that may go on,
+  TC-AMO-3); a heartbeat timeout needs no entry: an attempt that ended without one is lost
+  with its worker;
+- `TimerStarted` for each approval-deadline timer (the history names it by its summary), and
+  `TimerFired` when the deadline took effect, before any answer was taken: its timer fired, or
+  an `answer` update found it passed (the workflow judges by its clock, so an answer can find
+  the deadline passed before the timer's event is written);
+- `ApprovalAnswered` for each `answer` update the workflow accepted, at the moment the workflow
+  read it: the start of the workflow task that took it, the `workflow.now()` the workflow
+  judged the deadline by.
+
+Temporal's history keeps only the last attempt's STARTED event, so the hand-outs of earlier
+attempts come from the workers' events files (`worker.EventsFile`), where each worker notes an
+attempt before it does anything else with it; a worker killed between getting a task and that
+note leaves no trace of the hand-out anywhere. Every time is turned from the server's wall clock
+to this machine's monotonic clock by `offset` (wall minus monotonic, read once).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from google.protobuf.timestamp_pb2 import Timestamp
+from temporalio.api.common.v1 import Payload, Payloads
+from temporalio.api.enums.v1 import PendingActivityState, TimeoutType
+from temporalio.api.failure.v1 import Failure
+from temporalio.api.history.v1 import HistoryEvent
+from temporalio.api.workflow.v1 import PendingActivityInfo
+
+from atmostonce.check import history as h
+from atmostonce.engines.adapter import RunEndSeen, ServerLog
+from atmostonce.engines.temporal import mapping
+from atmostonce.engines.temporal.workflows import deadline_summary
+from atmostonce.spec.approval import REPLY_TEXT, ApprovalReply
+from atmostonce.spec.protocol import TimerKind
+
+_DEADLINE = deadline_summary("")
+_PASSED = REPLY_TEXT[ApprovalReply.DEADLINE_PASSED]
+
+
+@dataclass
+class Fetched:
+    """One workflow's history, and its activities still pending, as read at the end."""
+
+    workflow_id: str
+    events: list[HistoryEvent]
+    pending: list[PendingActivityInfo] = field(default_factory=list)
+
+
+@dataclass
+class _Found:
+    entries: list[tuple[float, int, h.Entry]] = field(default_factory=list)
+    handed: set[tuple[str, str]] = field(default_factory=set)
+    from_history: int = 0
+    from_files: int = 0
+
+    def add(self, entry: h.Entry) -> None:
+        self.entries.append((entry.at, len(self.entries), entry))
+
+    def hand_out(self, at: float, worker: str, attempt: str, key: str, tool: str) -> bool:
+        if (attempt, worker) in self.handed:
+            return False
+        self.handed.add((attempt, worker))
+        self.add(h.HandedOut(at, worker, attempt, key, tool, True, key, True))
+        return True
+
+
+def server_log(histories: Sequence[Fetched], events_files: Iterable[Path],
+               offset: float) -> ServerLog:
+    """The ServerLog of one chaos run (see the module docstring)."""
+    log = ServerLog()
+    found = _Found()
+    for fetched in histories:
+        _history(fetched, offset, found, log)
+    for path in events_files:
+        _events_file(path, found, log)
+    found.entries.sort(key=lambda item: (item[0], item[1]))
+    log.entries = [entry for _, _, entry in found.entries]
+    log.durable.sort()
+    log.notes.append(
+        f"{found.from_history + found.from_files} hand-outs: {found.from_history} from "
+        "ActivityTaskStarted events, "
+        f"{found.from_files} only from the workers' events files (Temporal's history keeps only "
+        "the last attempt's STARTED); the order of a start's record and the worker's task "
+        "(D-5) is Temporal's own and not observable from outside")
+    return log
+
+
+def _history(fetched: Fetched, offset: float, found: _Found, log: ServerLog) -> None:
+    scheduled: dict[int, tuple[str, str]] = {}
+    started: dict[int, tuple[str, str]] = {}
+    timers: dict[int, str] = {}
+    answers: dict[str, tuple[float, str, bool]] = {}
+    taken: dict[str, float] = {}
+    """Calls whose approval the workflow took an answer for, and when."""
+    expired: set[str] = set()
+    """Calls whose deadline took effect: its timer fired, or an answer found it passed."""
+    task_started = 0.0
+    for event in fetched.events:
+        at = _monotonic(event.event_time, offset)
+        log.durable.append(at)
+        kind = event.WhichOneof("attributes")
+        if kind == "workflow_task_started_event_attributes":
+            task_started = at
+        elif kind == "activity_task_scheduled_event_attributes":
+            a = event.activity_task_scheduled_event_attributes
+            job = _first(a.input)
+            scheduled[event.event_id] = (a.activity_id, str(job.get("tool", "")))
+        elif kind == "activity_task_started_event_attributes":
+            s = event.activity_task_started_event_attributes
+            key, tool = scheduled.get(s.scheduled_event_id, ("", ""))
+            attempt = f"{key}#{s.attempt}"
+            started[event.event_id] = (s.identity, attempt)
+            if found.hand_out(at, s.identity, attempt, key, tool):
+                found.from_history += 1
+        elif kind == "activity_task_completed_event_attributes":
+            c = event.activity_task_completed_event_attributes
+            _result(found, log, at, started.get(c.started_event_id), True)
+        elif kind == "activity_task_failed_event_attributes":
+            f = event.activity_task_failed_event_attributes
+            if f.failure.application_failure_info.type == mapping.TOOL_FAILED_TYPE:
+                _result(found, log, at, started.get(f.started_event_id), False)
+        elif kind == "activity_task_timed_out_event_attributes":
+            t = event.activity_task_timed_out_event_attributes
+            where = started.get(t.started_event_id)
+            if where is not None and _timeout(t.failure) == TimeoutType.TIMEOUT_TYPE_START_TO_CLOSE:
+                found.add(h.Cancelled(at, *where))
+        elif kind == "timer_started_event_attributes":
+            summary = _text(event.user_metadata.summary)
+            if summary.startswith(_DEADLINE):
+                key = summary[len(_DEADLINE):]
+                timers[event.event_id] = key
+                found.add(h.TimerStarted(at, TimerKind.APPROVAL_DEADLINE, key, key))
+        elif kind == "timer_fired_event_attributes":
+            key = timers.get(event.timer_fired_event_attributes.started_event_id, "")
+            if key and key not in taken and key not in expired:
+                expired.add(key)
+                found.add(h.TimerFired(at, TimerKind.APPROVAL_DEADLINE, key, key))
+        elif kind == "workflow_execution_update_accepted_event_attributes":
+            request = event.workflow_execution_update_accepted_event_attributes.accepted_request
+            if request.input.name == "answer":
+                given = _first(request.input.args)
+                answers[request.meta.update_id] = (task_started, str(given.get("key", "")),
+                                                   bool(given.get("approve")))
+        elif kind == "workflow_execution_update_completed_event_attributes":
+            done = event.workflow_execution_update_completed_event_attributes
+            answer = answers.pop(done.meta.update_id, None)
+            reply = _first(done.outcome.success) if done.outcome.HasField("success") else {}
+            if answer is None:
+                continue
+            took, key, approve = answer
+            if reply.get("accepted") is True:
+                taken.setdefault(key, took)
+                found.add(h.ApprovalAnswered(took, key, approve, True,
+                                             REPLY_TEXT[ApprovalReply.ACCEPTED]))
+            elif reply.get("text") == _PASSED and key not in taken and key not in expired:
+                expired.add(key)
+                found.add(h.TimerFired(took, TimerKind.APPROVAL_DEADLINE, key, key))
+    for pending in fetched.pending:
+        if pending.state == PendingActivityState.PENDING_ACTIVITY_STATE_STARTED:
+            at = _monotonic(pending.last_started_time, offset)
+            attempt = f"{pending.activity_id}#{pending.attempt}"
+            if found.hand_out(at, pending.last_worker_identity, attempt, pending.activity_id,
+                              ""):
+                found.from_history += 1
+
+
+def _result(found: _Found, log: ServerLog, at: float, where: tuple[str, str] | None,
+            ok: bool) -> None:
+    if where is None:
+        return
+    worker, attempt = where
+    found.add(h.ResultDelivered(at, worker, attempt, ok))
+    log.run_ends.append(RunEndSeen(at, worker, attempt, ok))
+
+
+def _events_file(path: Path, found: _Found, log: ServerLog) -> None:
+    """A worker's own notes: hand-outs Temporal's history lost, and the ends of runs."""
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return
+    for line in lines:
+        try:
+            note = json.loads(line)
+        except ValueError:
+            continue  # a line cut short by a kill
+        if not isinstance(note, dict):
+            continue
+        at = float(note.get("at", 0.0))
+        worker = str(note.get("worker", ""))
+        attempt = str(note.get("attempt", ""))
+        kind = note.get("type")
+        if kind == "started":
+            if found.hand_out(at, worker, attempt, str(note.get("key", "")),
+                              str(note.get("tool", ""))):
+                found.from_files += 1
+        elif kind == "ended":
+            ok = note.get("ok")
+            log.run_ends.append(RunEndSeen(at, worker, attempt,
+                                           ok if isinstance(ok, bool) else None))
+        elif kind == "fenced":
+            log.run_ends.append(RunEndSeen(at, worker, attempt))
+
+
+def _monotonic(stamp: Timestamp, offset: float) -> float:
+    return stamp.seconds + stamp.nanos / 1e9 - offset
+
+
+def _timeout(failure: Failure) -> int:
+    return int(failure.timeout_failure_info.timeout_type)
+
+
+def _first(payloads: Payloads) -> dict[str, Any]:
+    """The first payload's JSON object, or {}."""
+    if not payloads.payloads:
+        return {}
+    value = _decoded(payloads.payloads[0])
+    return value if isinstance(value, dict) else {}
+
+
+def _text(payload: Payload) -> str:
+    value = _decoded(payload)
+    return value if isinstance(value, str) else ""
+
+
+def _decoded(payload: Payload) -> object:
+    if payload.metadata.get("encoding") != b"json/plain":
+        return None
+    try:
+        return json.loads(payload.data)
+    except ValueError:
+        return None
