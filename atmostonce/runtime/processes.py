@@ -49,6 +49,7 @@ from atmostonce.runtime.wire import LOOPBACK, READY_PREFIX
 from atmostonce.spec.errors import SpecError
 from atmostonce.spec.protocol import ExecutorConfig
 
+PR_SET_PDEATHSIG = 1
 MODULE = "atmostonce.runtime"
 PARENT_ENV = "ATMOSTONCE_PARENT_PID"
 """Set in a child's environment when it should die with the thread that started it."""
@@ -156,7 +157,12 @@ class Managed:
 
 def spawn(role: str, args: Sequence[str], log: Path, die_with_parent: bool = True) -> Managed:
     """Start `python -m atmostonce.runtime ROLE ARGS`, output to `log`."""
-    argv = [sys.executable, "-m", MODULE, role, *args]
+    return start(role, [sys.executable, "-m", MODULE, role, *args], log, die_with_parent)
+
+
+def start(role: str, argv: Sequence[str], log: Path, die_with_parent: bool = True) -> Managed:
+    """Start `argv` in a session of its own with its output in `log`; with `die_with_parent`
+    it is told (`PARENT_ENV`) to ask for SIGKILL when this process goes (`exit_with_parent`)."""
     env = dict(os.environ)
     env["PYTHONUNBUFFERED"] = "1"
     if die_with_parent:
@@ -164,9 +170,23 @@ def spawn(role: str, args: Sequence[str], log: Path, die_with_parent: bool = Tru
     else:
         env.pop(PARENT_ENV, None)
     with log.open("ab") as out:
-        popen = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out,
+        popen = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=out,
                                  stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    return Managed(role, argv, log, popen)
+    return Managed(role, list(argv), log, popen)
+
+
+def exit_with_parent() -> None:
+    """In a child started with `PARENT_ENV` set: ask Linux to SIGKILL this process when its
+    parent goes, and end at once if the parent is gone already."""
+    parent = os.environ.pop(PARENT_ENV, None)
+    if parent is None or not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if str(os.getppid()) != parent:
+        os._exit(1)
 
 
 def stop_all(processes: list[Managed]) -> None:

@@ -22,10 +22,8 @@ from __future__ import annotations
 import json
 import re
 import time
-from dataclasses import dataclass
 
 from atmostonce.engines.adapter import (
-    CutMode,
     EngineSetup,
     ExecutorFailure,
     RunEndSeen,
@@ -33,11 +31,11 @@ from atmostonce.engines.adapter import (
     SessionAPI,
     WorkerRef,
 )
+from atmostonce.engines.proxied import ProxiedWorker, ProxiedWorkers
 from atmostonce.engines.proxy import UP, Pipe, Proxy
 from atmostonce.engines.reference.server_log import GoAheadSeen, JournalWatch, WireSeen, server_log
 from atmostonce.runtime.client import AsyncClient
 from atmostonce.runtime.journal import read_journal
-from atmostonce.runtime.loop import LoopThread
 from atmostonce.runtime.options import config_argv
 from atmostonce.runtime.processes import Managed, spawn, stop_all
 from atmostonce.runtime.tokens import ensure_token
@@ -83,17 +81,13 @@ def _exception(after: list[str]) -> str:
     return last[-1].strip() if last else ""
 
 
-@dataclass
-class _Worker:
-    ref: WorkerRef
-    process: Managed
-    proxy: Proxy
 
 
-class ReferenceEngine:
+class ReferenceEngine(ProxiedWorkers[ProxiedWorker]):
     """The runtime's server and workers on loopback, each worker behind a proxy."""
 
     def __init__(self, setup: EngineSetup) -> None:
+        super().__init__()
         self.setup = setup
         self.journal = setup.workdir / "journal.db"
         self.token_file = setup.token_file or setup.workdir / "token"
@@ -105,22 +99,14 @@ class ReferenceEngine:
         self.port = 0
         self.server: Managed | None = None
         self.started: list[Managed] = []
-        self._workers: dict[str, _Worker] = {}
         self._count = 0
         self._logs = 0
-        self._loop: LoopThread | None = None
         self._watch = JournalWatch(self.journal)
         self._closed = False
         self.go_aheads: list[GoAheadSeen] = []
         self.hellos: list[WireSeen] = []
         self.starts: list[WireSeen] = []
         self.finishes: list[RunEndSeen] = []
-
-    @property
-    def loop(self) -> LoopThread:
-        if self._loop is None:
-            self._loop = LoopThread("atmostonce-proxies")
-        return self._loop
 
     def describe(self) -> str:
         return (f"the reference runtime running {self.setup.executor}: atmostonce serve on "
@@ -182,7 +168,7 @@ class ReferenceEngine:
 
     # -- workers -------------------------------------------------------------------------------
 
-    def _launch(self) -> _Worker:
+    def _launch(self) -> ProxiedWorker:
         proxy = Proxy((self.setup.host, self.port), self._tap)
         port = self.loop.run(proxy.start(self.setup.host), timeout=10.0)
         self._count += 1
@@ -190,11 +176,11 @@ class ReferenceEngine:
         process = self._spawn("worker", [
             "--server", f"{self.setup.host}:{port}", "--ledger", self.setup.ledger,
             "--token-file", str(self.token_file), "--name", wid, "--slots", "1"])
-        worker = _Worker(WorkerRef(wid, (), process.pid), process, proxy)
+        worker = ProxiedWorker(WorkerRef(wid, (), process.pid), process, proxy)
         self._workers[wid] = worker
         return worker
 
-    def _ready(self, worker: _Worker) -> WorkerRef:
+    def _ready(self, worker: ProxiedWorker) -> WorkerRef:
         """Wait until the worker serves; a server that stops meanwhile because its executor
         failed ends the wait with `ExecutorFailure`."""
         process = worker.process
@@ -214,35 +200,6 @@ class ReferenceEngine:
 
     def start_worker(self) -> WorkerRef:
         return self._ready(self._launch())
-
-    def _of(self, ref: WorkerRef) -> _Worker:
-        worker = self._workers.get(ref.id)
-        if worker is None:
-            raise SpecError(f"no worker {ref.id} was started")
-        return worker
-
-    def workers(self) -> list[WorkerRef]:
-        return [w.ref for w in self._workers.values() if w.process.alive]
-
-    def worker_alive(self, worker: WorkerRef) -> bool:
-        return self._of(worker).process.alive
-
-    def kill_worker(self, worker: WorkerRef) -> None:
-        self._of(worker).process.kill()
-
-    def pause_worker(self, worker: WorkerRef) -> None:
-        self._of(worker).process.pause()
-
-    def resume_worker(self, worker: WorkerRef) -> None:
-        self._of(worker).process.resume()
-
-    def cut(self, worker: WorkerRef, mode: CutMode) -> None:
-        proxy = self._of(worker).proxy
-        self.loop.call(lambda: proxy.cut(mode))
-
-    def heal(self, worker: WorkerRef) -> None:
-        proxy = self._of(worker).proxy
-        self.loop.call(proxy.heal)
 
     # -- what it saw ---------------------------------------------------------------------------
 

@@ -22,21 +22,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from atmostonce.engines.adapter import (
-    CutMode,
     EngineSetup,
     Limits,
     ServerLog,
     SessionAPI,
     WorkerRef,
 )
+from atmostonce.engines.proxied import ProxiedWorker, ProxiedWorkers
 from atmostonce.engines.proxy import Proxy
 from atmostonce.engines.temporal import mapping, process
 from atmostonce.engines.temporal.client import TemporalSessions, connect
 from atmostonce.engines.temporal.dev_server import DevServer
 from atmostonce.engines.temporal.payloads import Settings, settings_of
 from atmostonce.engines.temporal.server_log import Fetched, server_log
-from atmostonce.runtime.loop import LoopThread
-from atmostonce.runtime.processes import Managed, stop_all
+from atmostonce.runtime.processes import Managed, start, stop_all
 from atmostonce.runtime.tokens import ensure_token
 from atmostonce.spec.errors import SpecError
 
@@ -63,21 +62,21 @@ NOT_CHECKABLE: dict[str, str] = {
 
 
 @dataclass
-class _Worker:
-    ref: WorkerRef
-    process: Managed
-    proxy: Proxy
+class _Worker(ProxiedWorker):
     events: Path
 
 
-class TemporalEngine:
+class TemporalEngine(ProxiedWorkers[_Worker]):
     """The Temporal dev server and the mapping's workers on loopback (see the module
     docstring)."""
+
+    loop_name = "atmostonce-temporal"
 
     def __init__(self, setup: EngineSetup, variant: mapping.Variant = mapping.PAGE,
                  slots: int = 1) -> None:
         """`slots`: activities each tool worker runs at a time (the chaos harness's workers
         run one, like the runtime's)."""
+        super().__init__()
         if setup.config.fence:
             raise SpecError("the Temporal engine has no fence (D-6): Temporal offers none and "
                             "the mapping adds none; run without --fence")
@@ -92,21 +91,13 @@ class TemporalEngine:
         self.offset = _clock_offset()
         self.sessions: Managed | None = None
         self.started: list[Managed] = []
-        self._workers: dict[str, _Worker] = {}
         self._count = 0
-        self._loop: LoopThread | None = None
         self._opened: set[str] = set()
         self._histories: list[Fetched] = []
         self._read = False
         self._unread = ""
         """Why the histories could not be read at the end, if they could not."""
         self._closed = False
-
-    @property
-    def loop(self) -> LoopThread:
-        if self._loop is None:
-            self._loop = LoopThread("atmostonce-temporal")
-        return self._loop
 
     def describe(self) -> str:
         lease = "with" if self.variant.lease else "WITHOUT"
@@ -132,7 +123,7 @@ class TemporalEngine:
 
     def _spawn(self, role: str, args: list[str]) -> Managed:
         log = self.setup.workdir / f"{len(self.started) + 1:03d}-{role}.log"
-        started = process.start(role, process.python_module(
+        started = start(role, process.python_module(
             "atmostonce.engines.temporal.worker", *args), log)
         self.started.append(started)
         return started
@@ -177,35 +168,6 @@ class TemporalEngine:
 
     def start_worker(self) -> WorkerRef:
         return self._ready(self._launch())
-
-    def _of(self, ref: WorkerRef) -> _Worker:
-        worker = self._workers.get(ref.id)
-        if worker is None:
-            raise SpecError(f"no worker {ref.id} was started")
-        return worker
-
-    def workers(self) -> list[WorkerRef]:
-        return [w.ref for w in self._workers.values() if w.process.alive]
-
-    def worker_alive(self, worker: WorkerRef) -> bool:
-        return self._of(worker).process.alive
-
-    def kill_worker(self, worker: WorkerRef) -> None:
-        self._of(worker).process.kill()
-
-    def pause_worker(self, worker: WorkerRef) -> None:
-        self._of(worker).process.pause()
-
-    def resume_worker(self, worker: WorkerRef) -> None:
-        self._of(worker).process.resume()
-
-    def cut(self, worker: WorkerRef, mode: CutMode) -> None:
-        proxy = self._of(worker).proxy
-        self.loop.call(lambda: proxy.cut(mode))
-
-    def heal(self, worker: WorkerRef) -> None:
-        proxy = self._of(worker).proxy
-        self.loop.call(proxy.heal)
 
     # -- observation -----------------------------------------------------------------------
 

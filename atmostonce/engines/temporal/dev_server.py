@@ -19,7 +19,7 @@ from pathlib import Path
 
 from atmostonce.engines.temporal import process
 from atmostonce.engines.temporal.mapping import NAMESPACE
-from atmostonce.runtime.processes import Managed
+from atmostonce.runtime.processes import Managed, start
 from atmostonce.runtime.wire import LOOPBACK
 from atmostonce.spec.errors import SpecError
 
@@ -84,7 +84,7 @@ class DevServer:
             "--ip", self.host, "--port", str(self.port), "--http-port", str(self.http_port),
             "--metrics-port", str(self.metrics_port), "--headless",
             "--db-filename", str(self.db), "--log-level", "warn")
-        self.process = process.start("temporal", argv, log)
+        self.process = start("temporal", argv, log)
         self.lives.append(self.process)
         self._wait_ready(self.process)
 

@@ -63,8 +63,8 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 
 from atmostonce.engines.temporal import mapping
 from atmostonce.engines.temporal.payloads import ToolJob
-from atmostonce.engines.temporal.process import die_with_parent
 from atmostonce.runtime.ledger_client import AsyncLedger
+from atmostonce.runtime.processes import exit_with_parent
 from atmostonce.runtime.tokens import read_token
 from atmostonce.runtime.tools import Behaviour, Fenced, WriteResult, behaviours, run_tool
 from atmostonce.runtime.wire import ready_line
@@ -360,7 +360,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:
-    die_with_parent()
+    exit_with_parent()
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
