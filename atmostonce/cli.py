@@ -53,28 +53,50 @@ def cmd_verify(args: argparse.Namespace) -> int:
     progress: Callable[[str], None] = (lambda _: None) if args.json else (
         lambda what: _stderr(f"... {what}")
     )
-    from atmostonce.check.loading import load_factory
+    from atmostonce.check.loading import DEFAULT_EXECUTOR, load_factory
 
     layers = verify.LAYERS if args.layers is None else \
         arguments.names(args.layers, "--layers", "layer", verify.LAYERS)
-    factory = load_factory(args.executor)
-    results = verify.run(verify.plan(args.executor, factory, layers), progress)
+    unjudged: dict[str, str] = {}
+    if args.engine is not None:
+        if args.executor is not None:
+            raise SpecError("give --executor or --engine, not both: an engine runs its own "
+                            "executor")
+        from atmostonce.engines.adapter import load_engine
+
+        load_engine(args.engine)
+        subject = args.engine
+        unjudged = {layer: why for layer, why in verify.NOT_FOR_ENGINES.items()
+                    if layer in layers}
+        checks = verify.engine_plan(args.engine, layers)
+        if not checks:
+            raise SpecError(f"--layers {','.join(layers)}: none of them applies to a black-box "
+                            "engine (they need a sans-IO executor); give spec, model or runtime")
+    else:
+        subject = DEFAULT_EXECUTOR if args.executor is None else args.executor
+        checks = verify.plan(subject, load_factory(subject), layers)
+    results = verify.run(checks, progress)
     passed = all(r.ok for r in results)
     if args.json:
         print(json.dumps({
             "verdict": "pass" if passed else "fail",
             "checks": [r.as_json() for r in results],
+            "not_checkable": unjudged,
         }, indent=2))
     else:
-        print(f"atmostonce verify: {args.executor} against the Tool Calls specification")
+        print(f"atmostonce verify: {subject} against the Tool Calls specification")
         for r in results:
             print(f"  [{'ok' if r.ok else 'FAIL':>4}] {r.layer:<6} {r.name}: {r.summary}")
             for line in r.details:
                 print(f"         - {line}")
+        for layer, why in unjudged.items():
+            print(f"  [ -- ] {layer}: not checkable on a black-box engine: {why}")
         failed = sum(1 for r in results if not r.ok)
-        checks = "check" if len(results) == 1 else "checks"
+        noun = "check" if len(results) == 1 else "checks"
+        apart = (f", {len(unjudged)} {'layer' if len(unjudged) == 1 else 'layers'} not checkable"
+                 if unjudged else "")
         print(f"verdict: {'PASS' if passed else 'FAIL'} "
-              f"({len(results)} {checks}, {failed} failed)")
+              f"({len(results)} {noun}, {failed} failed{apart})")
     return EXIT_OK if passed else EXIT_FAILED
 
 
@@ -202,11 +224,15 @@ def build_parser() -> argparse.ArgumentParser:
         "holds, 1 with the counterexample when the executor breaks the spec, 2 when the "
         "executor path cannot be loaded.",
     )
-    verify.add_argument("--executor", default="atmostonce.executor:reference",
-                        metavar="MODULE:FACTORY",
+    verify.add_argument("--executor", metavar="MODULE:FACTORY",
                         help="the executor to check: a factory taking an ExecutorConfig and "
                         "returning an atmostonce.spec.protocol.Executor (default: the "
                         "reference executor)")
+    verify.add_argument("--engine", metavar="MODULE:FACTORY",
+                        help="check a black-box engine instead, through its adapter (see "
+                        "atmostonce.engines.adapter; e.g. atmostonce.engines.temporal:engine): "
+                        "the spec and model layers and a chaos run on it; conformance and "
+                        "simulation, which need a sans-IO executor, are listed as not checkable")
     verify.add_argument("--layers", metavar="LIST",
                         help="comma-separated layers to run (default: all of them)")
     verify.add_argument("--json", action="store_true", help="print one JSON object")

@@ -11,9 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from atmostonce.check import coverage, proofs
-from atmostonce.spec.protocol import ExecutorFactory
+from atmostonce.spec.protocol import Executor, ExecutorConfig, ExecutorFactory
+
+if TYPE_CHECKING:
+    from atmostonce.chaos.options import ChaosOptions as ChaosOptionsT
 
 
 @dataclass
@@ -193,30 +197,52 @@ def check_chaos(path: str, factory: ExecutorFactory) -> CheckResult:
     its journal; the history is checked by the simulator's checkers and no record a client saw
     may be lost. Cut connections are both held and reset (D-12, tests/chaos/test_findings.py)."""
     from atmostonce.chaos.options import ChaosOptions
+
+    return _chaos("chaos on the real runtime", path,
+                  ChaosOptions(duration=CHAOS_SECONDS, executor=path, pace=2.0,
+                               drain=CHAOS_DRAIN))
+
+
+def check_engine(engine: str) -> CheckResult:
+    """The same chaos run on a black-box engine (`atmostonce chaos --engine`): its workers
+    killed, paused and cut off and its server restarted; what the engine cannot show evidence
+    for is listed as not checkable, never counted as passed."""
+    from atmostonce.chaos.options import ChaosOptions
+
+    return _chaos(f"chaos on {engine}", engine,
+                  ChaosOptions(duration=CHAOS_SECONDS, engine=engine, pace=2.0,
+                               drain=CHAOS_DRAIN))
+
+
+def _chaos(name: str, subject: str, options: ChaosOptionsT) -> CheckResult:
     from atmostonce.chaos.run import run_chaos
 
-    result = run_chaos(ChaosOptions(duration=CHAOS_SECONDS, executor=path, pace=2.0,
-                                    drain=CHAOS_DRAIN))
+    result = run_chaos(options)
     details = result.failure_lines()
     details += [f"{v.property} ({v.key}): {v.message}" for v in result.violations[:3]]
     details += [f"lost {lost.line()}" for lost in result.lost[:3]]
     details += [f"engine error: {error}" for error in result.errors[:3]]
     if details:
         details.append(f"rerun: {result.options.command()}")
+    details += [f"not checkable on this engine: {pid}: {why}"
+                for pid, why in sorted(result.not_checkable.items())]
     faults = result.faults.summary()
     ran = (f"the executor under test failed in the server, which stopped the run "
            f"({result.stats.calls:,} tool calls asked; faults: {faults})"
            if result.executor_failures else
            f"{result.stats.calls:,} tool calls in {CHAOS_SECONDS:g} s of faults ({faults})")
+    unjudged = (f", {len(result.not_checkable)} properties not checkable"
+                if result.not_checkable else "")
     return CheckResult(
-        "runtime", "chaos on the real runtime", result.ok,
-        f"{ran} on {path}, {result.seconds:.1f} s; {len(result.violations)} violations, "
-        f"{len(result.lost)} lost records",
+        "runtime", name, result.ok,
+        f"{ran} on {subject}, {result.seconds:.1f} s; {len(result.violations)} violations, "
+        f"{len(result.lost)} lost records{unjudged}",
         details,
         {"calls": result.stats.calls, "faults": result.faults.counts(),
          "violations": [v.property for v in result.violations], "lost_records": len(result.lost),
          "double_runs": len(result.double_runs), "seconds": result.seconds,
          "executor_failures": [f.as_json() for f in result.executor_failures],
+         "not_checkable": dict(sorted(result.not_checkable.items())),
          "kept": None if result.kept is None else str(result.kept)},
     )
 
@@ -232,6 +258,29 @@ class Planned:
     layer: str
     name: str
     check: Check
+
+
+NOT_FOR_ENGINES = {
+    "conformance": "it replays model schedules on a sans-IO executor through the protocol, and "
+                   "a black-box engine is reached only through its adapter",
+    "simulation": "it drives a sans-IO executor in simulated time, and a black-box engine runs "
+                  "on real processes in real time",
+}
+"""The layers that do not apply to a black-box engine, and why: `verify --engine` lists them as
+not checkable, never as passed."""
+
+
+def engine_plan(engine: str, layers: tuple[str, ...] = LAYERS) -> list[Planned]:
+    """The checks of the chosen layers that apply to a black-box engine, in order."""
+    checks = [planned for planned in plan("", _no_factory, layers)
+              if planned.layer not in NOT_FOR_ENGINES and planned.layer != "runtime"]
+    if "runtime" in layers:
+        checks.append(Planned("runtime", f"chaos on {engine}", lambda: check_engine(engine)))
+    return checks
+
+
+def _no_factory(config: ExecutorConfig) -> Executor:
+    raise AssertionError("a black-box engine's plan builds no executor")
 
 
 def plan(path: str, factory: ExecutorFactory, layers: tuple[str, ...] = LAYERS
