@@ -77,7 +77,8 @@ def register(subparsers: Any) -> None:
                        help=f"the executor the engine's server runs (default {DEFAULT_EXECUTOR})")
     chaos.add_argument("--workdir", type=arguments.output_directory, metavar="DIR",
                        help="keep the journal, the ledger and the logs in DIR (default: a "
-                       "temporary directory, removed afterwards)")
+                       "temporary directory, removed afterwards unless the run failed: then its "
+                       "path is printed)")
     chaos.add_argument("--json", action="store_true", help="print one JSON object")
     chaos.set_defaults(func=cmd_chaos)
 

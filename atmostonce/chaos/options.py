@@ -47,7 +47,7 @@ class ChaosOptions:
     """Sessions running at a time; 0 for four per worker."""
     workdir: Path | None = None
     """Where to keep the run's files (journal, ledger, logs); when None, a temporary directory
-    that is removed afterwards, unless the executor under test failed (then it is kept)."""
+    that is removed afterwards, unless the run failed (then it is kept and its path printed)."""
 
     def check(self) -> None:
         """SpecError, one line, for options no run can have."""

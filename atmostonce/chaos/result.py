@@ -36,8 +36,9 @@ class ChaosResult:
     executor_failures: list[ExecutorFailure] = field(default_factory=list)
     """Each time the engine's server stopped because the executor under test failed."""
     kept: Path | None = None
-    """Where the run's files (journal, ledger, every process's log) were kept, when the
-    executor failed and the directory would otherwise have been removed."""
+    """Where the run's files (journal, ledger, every process's log) were kept, when the run
+    failed (a violation, a lost record, an engine error, a failure of the executor under test)
+    and the directory would otherwise have been removed."""
     not_checkable: dict[str, str] = field(default_factory=dict)
     """The properties the engine cannot give evidence for, and why (`Limits`)."""
 

@@ -14,7 +14,9 @@ quiescent run (E-EVERY-CALL-RECORDED, E-RECONCILE-ONCE).
 When the engine's server stops because the executor under test failed (`ExecutorFailure`), the
 run stops there: the result names the executor and quotes the server log's line, the history so
 far is judged on the always-properties only (the run never became quiescent), and the run's
-files are kept, their directory printed, so the logs can be read.
+files are kept, their directory printed, so the logs can be read. A run that found anything
+else (a violation, a lost record, an engine error) keeps its files too; a clean run removes its
+temporary directory.
 """
 
 from __future__ import annotations
@@ -28,13 +30,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from atmostonce.chaos.agents import Agents
-from atmostonce.chaos.build import build_history
+from atmostonce.chaos.judge import judge
 from atmostonce.chaos.lost import lost_records
 from atmostonce.chaos.nemesis import EngineFailed, FaultLog, Nemesis
 from atmostonce.chaos.observations import Observations
 from atmostonce.chaos.options import ChaosOptions
 from atmostonce.chaos.result import ChaosResult
-from atmostonce.check.checkers import History
 from atmostonce.check.loading import load_factory
 from atmostonce.engines.adapter import (
     Engine,
@@ -107,36 +108,40 @@ def run_chaos(options: ChaosOptions, say: Say = lambda line: None) -> ChaosResul
     else:
         workdir.mkdir(parents=True, exist_ok=True)
     got = _Collected()
-    kept: Path | None = None
     try:
         _run(options, factory, workdir, got, say)
-    finally:
+        end = time.monotonic()
+        failures = got.executor_failures()
+        judged = judge(got.obs, got.faults, got.log, got.runs, got.writes, options.config,
+                       got.limits, end, quiescent=not failures)
+    except BaseException:
         if got.executor_failures():
-            kept = workdir
             say(f"the executor under test failed: kept the run's files in {workdir}")
         elif own:
             shutil.rmtree(workdir, ignore_errors=True)
-    end = time.monotonic()
-    failures = got.executor_failures()
-    config = options.config
-    entries = build_history(got.obs, got.faults, got.log, got.runs, got.writes, config, end)
-    history = History(config, attempts_survive_restart=got.limits.attempts_survive_restart)
-    for entry in entries:
-        history.append(entry)
+        raise
+    entries, history = judged.entries, judged.history
+    lost = lost_records(got.obs, got.log)
+    errors = got.errors + got.faults.errors + got.obs.errors
+    kept: Path | None = None
+    if failures:
+        kept = workdir
+        say(f"the executor under test failed: kept the run's files in {workdir}")
+    elif history.violations or lost or errors:
+        kept = workdir
+        say(f"the run found a problem: kept the run's files in {workdir}")
+    elif own:
+        shutil.rmtree(workdir, ignore_errors=True)
     notes = list(got.log.notes)
     if failures:
         notes.append("the executor under test failed, so the run stopped before it was "
                      "quiescent: the eventually-properties were not judged")
-    else:
-        history.finish()
     checker = history.checker
     stats = run_stats(checker.summaries(), checker.double_runs, checker.witnessed,
                       len(got.faults.restarts), len(entries), end - started)
-    errors = got.errors + got.faults.errors + got.obs.errors
-    return ChaosResult(options, got.engine, entries, list(history.violations),
-                       lost_records(got.obs, got.log), stats, got.faults, got.obs,
-                       notes, got.pids, end - started, got.drained, errors, failures, kept,
-                       dict(got.limits.not_checkable))
+    return ChaosResult(options, got.engine, entries, list(history.violations), lost, stats,
+                       got.faults, got.obs, notes, got.pids, end - started, got.drained,
+                       errors, failures, kept, dict(got.limits.not_checkable))
 
 
 def _run(options: ChaosOptions, factory: Callable[[EngineSetup], Engine], workdir: Path,

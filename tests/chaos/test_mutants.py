@@ -5,6 +5,7 @@ a real journal, and the history checkers must report what it broke."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -32,6 +33,9 @@ def test_an_attempt_handed_again_to_another_worker_is_caught_with_its_rerun_comm
     assert "--seed 5" in first["rerun"]
     assert report["verdict"] == "fail"
     assert all(gone(pid) for pid in report["pids"])
+    kept = Path(report["kept"])
+    assert (kept / "ledger.db").is_file(), "a failing run keeps its files for reading"
+    assert f"the run found a problem: kept the run's files in {kept}" in done.stderr
 
 
 @pytest.mark.clause("TC-EFF-NONIDEM", "TC-AMO-2")
@@ -42,3 +46,5 @@ def test_a_single_attempt_call_attempted_again_after_its_worker_died_is_caught()
     caught = {v.property for v in result.violations}
     assert "A-ONE-ATTEMPT" in caught, [v.line() for v in result.violations]
     assert all(gone(pid) for pid in result.pids)
+    assert result.kept is not None
+    assert (result.kept / "ledger.db").is_file()

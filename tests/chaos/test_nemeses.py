@@ -5,6 +5,8 @@ lost, every call got a record, and every process the run started is gone afterwa
 from __future__ import annotations
 
 import json
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -30,6 +32,8 @@ def clean(result: ChaosResult) -> None:
     assert result.stats.calls >= 10
     assert result.pids
     assert all(gone(pid) for pid in result.pids)
+    assert result.kept is None
+    assert not any(Path(tempfile.gettempdir()).iterdir()), "a passing run left files behind"
 
 
 def run(kind: NemesisKind, seed: int, cuts: tuple[CutMode, ...] = tuple(CutMode)

@@ -8,6 +8,10 @@ own event loop, and the ledger's ground truth; everything it started is gone whe
 Process control (kill, pause, cut, restart) runs on the test's thread, the one that started the
 processes; the session API runs in `asyncio.run` on that same thread, so a scenario can call
 both. Every wait is on a condition, bounded by `LIMIT` times the machine's load.
+
+A scenario that asks through `World.observed` (and reads records with `record`) leaves what its
+client saw in `World.obs`, the way a chaos run's agents do; `World.judged()` then stops the
+engine and checks that history with the chaos run's own checkers (`atmostonce.chaos.judge`).
 """
 
 from __future__ import annotations
@@ -20,8 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from atmostonce.chaos.judge import Judged, judge
+from atmostonce.chaos.nemesis import FaultLog
+from atmostonce.chaos.observations import AskSeen, EventSeen, Observations, now
+from atmostonce.check import history as h
 from atmostonce.check.loading import DEFAULT_EXECUTOR
-from atmostonce.engines.adapter import EngineSetup
+from atmostonce.engines.adapter import EngineSetup, ServerLog, limits_of
 from atmostonce.engines.temporal import mapping
 from atmostonce.engines.temporal.adapter import TemporalEngine
 from atmostonce.engines.temporal.client import TemporalSessions
@@ -29,6 +37,8 @@ from atmostonce.runtime.client import ServerUnavailable
 from atmostonce.runtime.ledger_client import LedgerClient, Run, Write
 from atmostonce.runtime.processes import spawn
 from atmostonce.runtime.tokens import ensure_token
+from atmostonce.spec.keys import build_key
+from atmostonce.spec.policy import ToolPolicy
 from atmostonce.spec.protocol import ExecutorConfig
 from atmostonce.spec.session import ToolCallFinished
 from tests.load import patience
@@ -42,16 +52,53 @@ class World:
     engine: TemporalEngine
     ledger: LedgerClient
     api: TemporalSessions = field(init=False)
+    obs: Observations = field(default_factory=Observations)
+    """What the client saw through `observed` and `record`, for `judged`."""
 
     def __post_init__(self) -> None:
         self.api = TemporalSessions(self.engine.server.address, self.engine.settings,
                                     opened=lambda _: None)
+        self.observed = Observed(self)
+
+    def judged(self, edit: Callable[[ServerLog], ServerLog] = lambda log: log) -> Judged:
+        """Stop the engine (its histories are read first) and check what the client saw, the
+        server log (as `edit` leaves it) and the ledger, the way a chaos run does."""
+        self.engine.close()
+        return judge(self.obs, FaultLog(), edit(self.engine.server_log()), self.ledger.runs(),
+                     self.ledger.writes(), self.engine.setup.config, limits_of(self.engine),
+                     now())
 
     def runs(self, key: str) -> list[Run]:
         return self.ledger.runs(key)
 
     def writes(self, key: str) -> list[Write]:
         return self.ledger.writes(key)
+
+
+@dataclass
+class Observed:
+    """The session API calls of a scenario, each noted in `World.obs` as a chaos agent notes
+    it."""
+
+    world: World
+
+    async def set_policies(self, policies: dict[str, ToolPolicy]) -> None:
+        for tool, policy in policies.items():
+            self.world.obs.entries.append(h.PolicySet(now(), tool, policy, None))
+            await self.world.api.set_policy(tool, policy)
+
+    async def open_session(self, session_id: str) -> None:
+        self.world.obs.entries.append(h.SessionOpened(now(), session_id, None))
+        await self.world.api.open_session(session_id)
+
+    async def ask(self, session_id: str, turn_id: str, call_id: str, tool: str,
+                  arguments: str) -> str:
+        key = build_key(session_id, turn_id, call_id)
+        self.world.obs.entries.append(h.CallAsked(now(), key, session_id, turn_id, call_id,
+                                                  tool, arguments))
+        await self.world.api.ask(session_id, turn_id, call_id, tool, arguments)
+        self.world.obs.acked.append(AskSeen(key, session_id, now()))
+        return key
 
 
 @contextmanager
@@ -100,12 +147,20 @@ async def record(world: World, session_id: str, call_id: str,
     """The call's tool_call_finished event, from the session's AgentEvents stream, subscribed
     again while the server is away."""
     async def first() -> ToolCallFinished:
+        generation = 0
         while True:
+            subscribed = now()
             try:
                 async for event in world.api.events(session_id, past=True):
                     if event.tool_call_id == call_id:
+                        key = build_key(session_id, event.turn_id, call_id)
+                        world.obs.events.append(EventSeen(now(), key, event.status,
+                                                          event.error,
+                                                          (session_id, generation),
+                                                          subscribed))
                         return event
             except ServerUnavailable:
+                generation += 1
                 await asyncio.sleep(0.1)
 
     return await asyncio.wait_for(first(), limit * patience())

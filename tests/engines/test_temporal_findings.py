@@ -17,7 +17,8 @@ import pytest
 
 pytest.importorskip("temporalio")
 
-from atmostonce.engines.adapter import CutMode
+from atmostonce.check import history as h
+from atmostonce.engines.adapter import CutMode, ServerLog
 from atmostonce.engines.temporal import NO_LEASE, mapping
 from atmostonce.spec.policy import EffectClass, ToolPolicy
 from atmostonce.spec.protocol import ExecutorConfig
@@ -62,16 +63,20 @@ def test_a_single_attempt_tool_timed_out_while_it_runs_records_failed_and_runs_o
     """Start-to-close fires while a non-idempotent write runs: the call records failed with
     the may-still-be-running wording (never "did not run"), Temporal does not stop the tool,
     and a second call of the tool runs while the first is still going: the page's one
-    documented double run, with two different keys."""
-    async def scenario(world: World) -> None:
-        await start(world, "amo")
-        first = await world.api.ask("amo", "t1", "c1", "cancel_order", args(3.5, 2.5))
+    documented double run, with two different keys. The chaos checkers, given what the client
+    saw, the server log and the ledger, report it as a double run of the documented shape
+    (S-DOUBLE-RUN), and judge that shape: without the server log's note that the engine gave up
+    on the first run, the same overlap breaks A-DOUBLE-RUN-SHAPE."""
+    async def scenario(world: World) -> tuple[str, str]:
+        await world.observed.set_policies(NO_APPROVAL)
+        await world.observed.open_session("amo")
+        first = await world.observed.ask("amo", "t1", "c1", "cancel_order", args(3.5, 2.5))
         event = await record(world, "amo", "c1")
         recorded = time.monotonic()
         assert event.status is ToolCallStatus.FAILED, event
         assert "may still be running" in event.error
         assert DID_NOT_RUN_PREFIX not in event.error
-        second = await world.api.ask("amo", "t2", "c2", "cancel_order", args(0.3, 0.1))
+        second = await world.observed.ask("amo", "t2", "c2", "cancel_order", args(0.3, 0.1))
         assert (await record(world, "amo", "c2")).status is ToolCallStatus.SUCCEEDED
         runs = await until("the first run ended", lambda: [
             r for r in world.runs(first) if r.ended is not None])
@@ -84,9 +89,29 @@ def test_a_single_attempt_tool_timed_out_while_it_runs_records_failed_and_runs_o
         assert len(late) == 1
         assert late[0].at > recorded
         assert [w.applied for w in world.writes(second)] == [True]
+        return first, second
 
     with temporal_world(tmp_path, replace(CONFIG, run_timeout=1.5), workers=2) as world:
-        asyncio.run(scenario(world))
+        first, second = asyncio.run(scenario(world))
+        judged = world.judged()
+        unjudged = world.engine.limits().not_checkable
+        history = judged.history
+        assert [v.line() for v in history.violations] == []
+        [double] = history.checker.double_runs
+        assert (double.tool, double.first, double.second) == ("cancel_order", first, second)
+        assert double.documented
+        assert "S-DOUBLE-RUN" in history.checker.witnessed
+        assert "A-DOUBLE-RUN-SHAPE" not in unjudged
+
+        def no_give_up(log: ServerLog) -> ServerLog:
+            log.entries = [e for e in log.entries if not isinstance(e, h.Cancelled)]
+            return log
+
+        blind = world.judged(no_give_up).history
+        assert "A-DOUBLE-RUN-SHAPE" in {v.property for v in blind.violations}, [
+            v.line() for v in blind.violations]
+        [undocumented] = blind.checker.double_runs
+        assert not undocumented.documented
 
 
 @pytest.mark.clause("TC-REC-RETRY", "TC-REC-LOST", "TC-KEY-1", "TC-KEY-3", "TC-EFF-IDEM")

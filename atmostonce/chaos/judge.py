@@ -1,0 +1,39 @@
+"""The verdict on what one run saw: the history built from the clients' observations, the
+faults, the engine's server log and the ledger, checked by the simulator's checkers. A chaos
+run ends here, and so does an engine test that scripts its own calls and wants them judged
+the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from atmostonce.chaos.build import build_history
+from atmostonce.chaos.nemesis import FaultLog
+from atmostonce.chaos.observations import Observations
+from atmostonce.check.checkers import History
+from atmostonce.check.history import Entry
+from atmostonce.engines.adapter import Limits, ServerLog
+from atmostonce.runtime.ledger_client import Run, Write
+from atmostonce.spec.protocol import ExecutorConfig
+
+
+@dataclass(frozen=True)
+class Judged:
+    entries: list[Entry]
+    history: History
+
+
+def judge(obs: Observations, faults: FaultLog, log: ServerLog, runs: Sequence[Run],
+          writes: Sequence[Write], config: ExecutorConfig, limits: Limits, end: float,
+          quiescent: bool = True) -> Judged:
+    """The run's history, checked; the eventually-properties only when the run ended
+    `quiescent` (every call had its chance to reach a record)."""
+    entries = build_history(obs, faults, log, runs, writes, config, end)
+    history = History(config, attempts_survive_restart=limits.attempts_survive_restart)
+    for entry in entries:
+        history.append(entry)
+    if quiescent:
+        history.finish()
+    return Judged(entries, history)
