@@ -27,6 +27,7 @@ from typing import Any
 from atmostonce.chaos.judge import Judged, judge
 from atmostonce.chaos.nemesis import FaultLog
 from atmostonce.chaos.observations import AskSeen, EventSeen, Observations, now
+from atmostonce.chaos.reconcile import ReconcileJob
 from atmostonce.check import history as h
 from atmostonce.check.loading import DEFAULT_EXECUTOR
 from atmostonce.engines.adapter import EngineSetup, ServerLog, limits_of
@@ -36,7 +37,9 @@ from atmostonce.engines.temporal.client import TemporalSessions
 from atmostonce.runtime.client import ServerUnavailable
 from atmostonce.runtime.ledger_client import LedgerClient, Run, Write
 from atmostonce.runtime.processes import spawn
+from atmostonce.runtime.reconcile import ledger_check
 from atmostonce.runtime.tokens import ensure_token
+from atmostonce.runtime.wire import LOOPBACK
 from atmostonce.spec.keys import build_key
 from atmostonce.spec.policy import ToolPolicy
 from atmostonce.spec.protocol import ExecutorConfig
@@ -51,6 +54,8 @@ LIMIT = 30.0
 class World:
     engine: TemporalEngine
     ledger: LedgerClient
+    ledger_at: tuple[int, str]
+    """The ledger's port and token, for reconcile's check."""
     api: TemporalSessions = field(init=False)
     obs: Observations = field(default_factory=Observations)
     """What the client saw through `observed` and `record`, for `judged`."""
@@ -60,11 +65,14 @@ class World:
                                     opened=lambda _: None)
         self.observed = Observed(self)
 
-    def judged(self, edit: Callable[[ServerLog], ServerLog] = lambda log: log) -> Judged:
+    def judged(self, edit: Callable[[ServerLog], ServerLog] = lambda log: log,
+               ran: Callable[[Run], bool] = lambda run: True) -> Judged:
         """Stop the engine (its histories are read first) and check what the client saw, the
-        server log (as `edit` leaves it) and the ledger, the way a chaos run does."""
+        server log (as `edit` leaves it) and the ledger's runs that `ran` keeps, the way a
+        chaos run does."""
         self.engine.close()
-        return judge(self.obs, FaultLog(), edit(self.engine.server_log()), self.ledger.runs(),
+        runs = [run for run in self.ledger.runs() if ran(run)]
+        return judge(self.obs, FaultLog(), edit(self.engine.server_log()), runs,
                      self.ledger.writes(), self.engine.setup.config, limits_of(self.engine),
                      now())
 
@@ -100,6 +108,20 @@ class Observed:
         self.world.obs.acked.append(AskSeen(key, session_id, now()))
         return key
 
+    async def reconcile(self, session_id: str) -> None:
+        """The chaos run's reconcile job on the session, twice (the rerun must report nothing
+        new, TC-RCN-ONCE), then the session's snapshot, whose user messages are the reports
+        that landed."""
+        check, close = ledger_check(LOOPBACK, *self.world.ledger_at)
+        job = ReconcileJob(self.world.api, self.world.obs, check, 0, asyncio.Event(),
+                           lambda coro: coro.close())
+        try:
+            for _ in range(2):
+                assert await job.run(session_id) is not None, "reconcile could not run"
+        finally:
+            close()
+        self.world.obs.final[session_id] = await self.world.api.get_agent_snapshot(session_id)
+
 
 @contextmanager
 def temporal_world(tmp_path: Path, config: ExecutorConfig, workers: int = 1,
@@ -117,7 +139,7 @@ def temporal_world(tmp_path: Path, config: ExecutorConfig, workers: int = 1,
                                 variant)
         engine.start()
         with LedgerClient("127.0.0.1", port, token=token) as truth:
-            yield World(engine, truth)
+            yield World(engine, truth, (port, token))
     finally:
         pids = [ledger.pid, *(engine.pids() if engine is not None else [])]
         if engine is not None:

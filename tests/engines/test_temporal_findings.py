@@ -20,6 +20,8 @@ pytest.importorskip("temporalio")
 from atmostonce.check import history as h
 from atmostonce.engines.adapter import CutMode, ServerLog
 from atmostonce.engines.temporal import NO_LEASE, mapping
+from atmostonce.engines.temporal.server_log import UNKNOWN_WORKER
+from atmostonce.runtime.ledger_client import Run
 from atmostonce.spec.policy import EffectClass, ToolPolicy
 from atmostonce.spec.protocol import ExecutorConfig
 from atmostonce.spec.records import (
@@ -136,6 +138,54 @@ def test_a_retried_write_after_a_worker_kill_runs_again_with_the_same_key(
 
     with temporal_world(tmp_path, CONFIG, workers=2) as world:
         asyncio.run(scenario(world))
+
+
+@pytest.mark.clause("TC-REC-UNK", "TC-REC-LOST", "TC-REC-EXHAUST-OTHER", "D-5")
+def test_an_earlier_attempt_known_only_from_the_closing_failure_counts_as_reached(
+        tmp_path: Path) -> None:
+    """A retried write's first attempt is lost with its worker (SIGKILL mid-run) and its second
+    is never taken (no worker polls within the queue timeout): Temporal closes the activity with
+    a schedule-to-start timeout whose cause is the first attempt's heartbeat timeout, and the
+    call records outcome_unknown. The history holds no STARTED event for the first attempt;
+    without its worker's note and its run too (what a worker killed between getting the task
+    and writing the note leaves), the server log still enters the hand-out from that cause, so
+    A-UNKNOWN-REACHED judges the record held; the server log that ignores causes reports it as
+    a lie, as the 5-minute chaos run once did for a call of `refund`."""
+    async def scenario(world: World) -> str:
+        await world.observed.set_policies(NO_APPROVAL)
+        await world.observed.open_session("lost")
+        key = await world.observed.ask("lost", "t1", "c1", "refund", args(20.0, 19.0))
+        [run] = await until("the run started", lambda: world.runs(key))
+        world.engine.kill_worker(worker_running(world, run.worker))  # type: ignore[arg-type]
+        event = await record(world, "lost", "c1")
+        assert event.status is ToolCallStatus.OUTCOME_UNKNOWN, event
+        assert [r.attempt for r in world.runs(key)] == [f"{key}#1"]
+        assert world.writes(key) == []
+        await world.observed.reconcile("lost")
+        return key
+
+    config = replace(CONFIG, queue_timeout=3.0)
+    with temporal_world(tmp_path, config, workers=1) as world:
+        key = asyncio.run(scenario(world))
+        world.engine.close()
+        for events in world.engine.setup.workdir.glob("*.events"):
+            events.write_text("")
+        def before_the_note(run: Run) -> bool:
+            return run.key != key
+
+        judged = world.judged(ran=before_the_note).history
+        assert [v.line() for v in judged.violations] == []
+        earlier = [e for e in judged.entries if isinstance(e, h.HandedOut) and e.key == key]
+        assert [(e.attempt, e.worker) for e in earlier] == [(f"{key}#earlier",
+                                                             UNKNOWN_WORKER)]
+
+        def causes_ignored(log: ServerLog) -> ServerLog:
+            log.entries = [e for e in log.entries
+                           if not (isinstance(e, h.HandedOut) and e.worker == UNKNOWN_WORKER)]
+            return log
+
+        blind = world.judged(causes_ignored, before_the_note).history
+        assert "A-UNKNOWN-REACHED" in {v.property for v in blind.violations}
 
 
 @pytest.mark.clause("TC-REC-UNK", "TC-REC-LOST", "D-8", "TC-RCN-ASK")

@@ -24,7 +24,7 @@ import asyncio
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import timedelta
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from temporalio.client import (
     Client,
@@ -129,8 +129,10 @@ class TemporalSessions:
         """Run one request, its outcome unknown (ServerUnavailable) when the server does not
         answer in time."""
         client = await self._connected()
+        sent = asyncio.ensure_future(request(client))
+        sent.add_done_callback(_retrieved)
         try:
-            return await asyncio.wait_for(request(client), self.request_timeout)
+            return await asyncio.wait_for(sent, self.request_timeout)
         except (TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError) as error:
             raise ServerUnavailable(f"{what}: no answer from {self.target} in time "
                                     f"({type(error).__name__})") from None
@@ -241,3 +243,11 @@ class TemporalSessions:
 
     async def close(self) -> None:
         self._client = None
+
+
+def _retrieved(sent: asyncio.Future[Any]) -> None:
+    """Take a request's exception even when nobody waits for it any more: an update cancelled
+    with the call that sent it ends in Temporal's own timeout error, which asyncio would print
+    as a traceback on stderr."""
+    if not sent.cancelled():
+        sent.exception()

@@ -21,9 +21,14 @@ From each session's history:
 
 Temporal's history keeps only the last attempt's STARTED event, so the hand-outs of earlier
 attempts come from the workers' events files (`worker.EventsFile`), where each worker notes an
-attempt before it does anything else with it; a worker killed between getting a task and that
-note leaves no trace of the hand-out anywhere. Every time is turned from the server's wall clock
-to this machine's monotonic clock by `offset` (wall minus monotonic, read once).
+attempt before it does anything else with it. A worker killed between getting a task and that
+note leaves one trace only: when the activity closes, its failure's cause is the previous
+attempt's failure, and only an attempt that started fails in a way Temporal retries (the same
+evidence `mapping.reached_before` reads). Such a hand-out, of an attempt no file or STARTED
+event names, is entered as `{key}#earlier` to an unknown worker, at the time the activity was
+scheduled: that it happened is known, not when, nor to whom. Every time is turned from the
+server's wall clock to this machine's monotonic clock by `offset` (wall minus monotonic, read
+once).
 """
 
 from __future__ import annotations
@@ -48,6 +53,8 @@ from atmostonce.engines.temporal.workflows import deadline_summary
 from atmostonce.spec.approval import REPLY_TEXT, ApprovalReply
 from atmostonce.spec.protocol import TimerKind
 
+UNKNOWN_WORKER = "(unknown worker)"
+"""The worker of a hand-out known only from a later attempt's failure."""
 _DEADLINE = deadline_summary("")
 _PASSED = REPLY_TEXT[ApprovalReply.DEADLINE_PASSED]
 
@@ -65,8 +72,12 @@ class Fetched:
 class _Found:
     entries: list[tuple[float, int, h.Entry]] = field(default_factory=list)
     handed: set[tuple[str, str]] = field(default_factory=set)
+    earlier: dict[str, tuple[float, str, str]] = field(default_factory=dict)
+    """Activities whose closing failure carries an earlier attempt's: key -> (scheduled at,
+    tool, the closing attempt or "" when it never started)."""
     from_history: int = 0
     from_files: int = 0
+    from_causes: int = 0
 
     def add(self, entry: h.Entry) -> None:
         self.entries.append((entry.at, len(self.entries), entry))
@@ -88,20 +99,23 @@ def server_log(histories: Sequence[Fetched], events_files: Iterable[Path],
         _history(fetched, offset, found, log)
     for path in events_files:
         _events_file(path, found, log)
+    _earlier_attempts(found)
     found.entries.sort(key=lambda item: (item[0], item[1]))
     log.entries = [entry for _, _, entry in found.entries]
     log.durable.sort()
+    total = found.from_history + found.from_files + found.from_causes
     log.notes.append(
-        f"{found.from_history + found.from_files} hand-outs: {found.from_history} from "
-        "ActivityTaskStarted events, "
+        f"{total} hand-outs: {found.from_history} from ActivityTaskStarted events, "
         f"{found.from_files} only from the workers' events files (Temporal's history keeps only "
-        "the last attempt's STARTED); the order of a start's record and the worker's task "
-        "(D-5) is Temporal's own and not observable from outside")
+        f"the last attempt's STARTED), {found.from_causes} only from a closing failure's cause "
+        "(an earlier attempt started, its worker and time unknown); the order of a start's "
+        "record and the worker's task (D-5) is Temporal's own and not observable from outside")
     return log
 
 
 def _history(fetched: Fetched, offset: float, found: _Found, log: ServerLog) -> None:
     scheduled: dict[int, tuple[str, str]] = {}
+    scheduled_at: dict[int, float] = {}
     started: dict[int, tuple[str, str]] = {}
     timers: dict[int, str] = {}
     answers: dict[str, tuple[float, str, bool]] = {}
@@ -120,6 +134,7 @@ def _history(fetched: Fetched, offset: float, found: _Found, log: ServerLog) -> 
             a = event.activity_task_scheduled_event_attributes
             job = _first(a.input)
             scheduled[event.event_id] = (a.activity_id, str(job.get("tool", "")))
+            scheduled_at[event.event_id] = at
         elif kind == "activity_task_started_event_attributes":
             s = event.activity_task_started_event_attributes
             key, tool = scheduled.get(s.scheduled_event_id, ("", ""))
@@ -137,6 +152,10 @@ def _history(fetched: Fetched, offset: float, found: _Found, log: ServerLog) -> 
         elif kind == "activity_task_timed_out_event_attributes":
             t = event.activity_task_timed_out_event_attributes
             where = started.get(t.started_event_id)
+            if t.failure.HasField("cause"):
+                key, tool = scheduled.get(t.scheduled_event_id, ("", ""))
+                closing = where[1] if where is not None else ""
+                found.earlier[key] = (scheduled_at.get(t.scheduled_event_id, at), tool, closing)
             if where is not None and _timeout(t.failure) == TimeoutType.TIMEOUT_TYPE_START_TO_CLOSE:
                 found.add(h.Cancelled(at, *where))
         elif kind == "timer_started_event_attributes":
@@ -177,6 +196,17 @@ def _history(fetched: Fetched, offset: float, found: _Found, log: ServerLog) -> 
             if found.hand_out(at, pending.last_worker_identity, attempt, pending.activity_id,
                               ""):
                 found.from_history += 1
+
+
+def _earlier_attempts(found: _Found) -> None:
+    """A hand-out for each activity whose closing failure proves an earlier attempt started,
+    when no STARTED event nor worker's note names an attempt other than the closing one."""
+    for key, (at, tool, closing) in found.earlier.items():
+        prefix = f"{key}#"
+        if any(a.startswith(prefix) and a != closing for a, _ in found.handed):
+            continue
+        if found.hand_out(at, UNKNOWN_WORKER, f"{key}#earlier", key, tool):
+            found.from_causes += 1
 
 
 def _result(found: _Found, log: ServerLog, at: float, where: tuple[str, str] | None,
