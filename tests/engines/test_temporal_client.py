@@ -57,7 +57,7 @@ def test_a_request_cancelled_with_its_caller_leaves_no_unretrieved_exception() -
 
 def test_a_request_without_an_answer_in_time_is_an_unknown_outcome() -> None:
     async def scenario() -> None:
-        with pytest.raises(ServerUnavailable, match="ask: no answer from 127.0.0.1:1 in time"):
+        with pytest.raises(ServerUnavailable, match=r"ask: no answer from 127\.0\.0\.1:1 in time"):
             await sessions(0.05)._call("ask", update_that_fails_when_cancelled)
 
     asyncio.run(scenario())
