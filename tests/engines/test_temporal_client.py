@@ -1,5 +1,7 @@
 """The Temporal session client's request wrapper: a request abandoned with the call that sent it
-leaves nothing on stderr, and one that outlives the request timeout is an unknown outcome."""
+leaves nothing on stderr; one that outlives the request timeout, or that the server turns away
+while the workflow's task is being retried, is an unknown outcome to ask again; one the workflow
+refuses is bad input."""
 
 from __future__ import annotations
 
@@ -12,10 +14,12 @@ import pytest
 pytest.importorskip("temporalio")
 
 from temporalio.client import WorkflowUpdateRPCTimeoutOrCancelledError
+from temporalio.service import RPCError, RPCStatusCode
 
 from atmostonce.engines.temporal.client import TemporalSessions
 from atmostonce.engines.temporal.payloads import Settings
 from atmostonce.runtime.client import ServerUnavailable
+from atmostonce.spec.errors import SpecError
 
 SETTINGS = Settings(3, 0.2, 10.0, 3.0, 2.5, 1.0, 4.0)
 
@@ -59,5 +63,27 @@ def test_a_request_without_an_answer_in_time_is_an_unknown_outcome() -> None:
     async def scenario() -> None:
         with pytest.raises(ServerUnavailable, match=r"ask: no answer from 127\.0\.0\.1:1 in time"):
             await sessions(0.05)._call("ask", update_that_fails_when_cancelled)
+
+    asyncio.run(scenario())
+
+
+async def refused(message: str) -> None:
+    raise RPCError(message, RPCStatusCode.FAILED_PRECONDITION, b"")
+
+
+@pytest.mark.clause("TC-REC-1")
+def test_an_update_turned_away_while_the_workflow_task_is_retried_is_asked_again() -> None:
+    """Seen in a 5-minute chaos run (seed 2) after a server restart: the server failed the
+    workflow's task (the session worker accepted an update the server had completed) and
+    refused an ask sent meanwhile; the ask was never taken, so it is an unknown outcome."""
+    text = ("Unable to perform workflow execution update due to unexpected workflow task "
+            "failure.")
+
+    async def scenario() -> None:
+        with pytest.raises(ServerUnavailable, match="being retried"):
+            await sessions(5.0)._call("ask", lambda client: refused(text))
+        with pytest.raises(SpecError, match="FAILED_PRECONDITION: workflow closed") as bad:
+            await sessions(5.0)._call("ask", lambda client: refused("workflow closed"))
+        assert not isinstance(bad.value, ServerUnavailable)
 
     asyncio.run(scenario())

@@ -68,6 +68,10 @@ ended without the workflow taking it (a restart or a lost worker in between): ne
 history, so sending it again is safe."""
 _BUSY = RPCStatusCode.RESOURCE_EXHAUSTED
 """What a query to a workflow gets while too many queries wait for it."""
+_TASK_FAILED = "unexpected workflow task failure"
+"""What an update gets while the workflow's last task failed and the server retries it (found
+after a restart: the session worker sent the acceptance of an update the server had completed
+already); the update was not taken, so sending it again is safe."""
 _GONE = {RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED,
          RPCStatusCode.UNKNOWN, RPCStatusCode.INTERNAL, RPCStatusCode.ABORTED,
          RPCStatusCode.RESOURCE_EXHAUSTED}
@@ -149,6 +153,9 @@ class TemporalSessions:
                 raise ServerUnavailable(f"{what}: {error.status.name}: {error}") from None
             if error.status is RPCStatusCode.NOT_FOUND:
                 raise NotFound(f"{what}: {error}") from None
+            if error.status is RPCStatusCode.FAILED_PRECONDITION and _TASK_FAILED in str(error):
+                raise ServerUnavailable(f"{what}: the workflow's task failed and is being "
+                                        f"retried ({error})") from None
             raise SpecError(f"{what}: {error.status.name if error.status else '?'}: "
                             f"{error}") from None
 
