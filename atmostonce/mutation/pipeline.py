@@ -1,0 +1,151 @@
+"""The kill pipeline: each mutant written into one of N private copies of the package, and its
+trial run there in a fresh process (`kill`) with a time bound; N trials at a time. Every result
+is appended to a state file as it comes, so a pipeline stopped halfway goes on where it was;
+a result counts only for the module version it was made on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from atmostonce.mutation.generate import Mutant, mutated_source
+
+TIMEOUT = "timeout"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    mutant: Mutant
+    killed_by: str | None
+    """The stage that killed it, "import" when the mutated executor did not load, "timeout"
+    when the trial did not end in time, None when it survived every stage."""
+    layer: str | None
+    detail: str
+    seconds: float
+    stages: tuple[str, ...]
+    """The stages it was tried with."""
+
+    def as_json(self) -> dict[str, object]:
+        return {**asdict(self), "mutant": asdict(self.mutant), "id": self.mutant.id}
+
+
+def load_state(path: Path | None, stages: Sequence[str]) -> dict[str, Outcome]:
+    """The results already in the state file for these stages, by mutant id (the newest one
+    of each); a line cut short by a stop is skipped."""
+    found: dict[str, Outcome] = {}
+    if path is None or not path.exists():
+        return found
+    for line in path.read_text().splitlines():
+        try:
+            data = json.loads(line)
+            outcome = Outcome(Mutant(**data["mutant"]), data["killed_by"], data["layer"],
+                              data["detail"], float(data["seconds"]), tuple(data["stages"]))
+        except (ValueError, KeyError, TypeError):
+            continue
+        if outcome.killed_by is not None or list(outcome.stages) == list(stages):
+            found[outcome.mutant.id] = outcome
+    return found
+
+
+def run(mutants: Iterable[Mutant], root: Path, executor: str, stages: Sequence[str],
+        processes: int, timeout: float, state: Path | None,
+        done: Callable[[Outcome], None] = lambda outcome: None) -> list[Outcome]:
+    """Every mutant's outcome, those in `state` taken as they are (with the same source and,
+    for a survivor, the same stages); the others tried `processes` at a time."""
+    known = load_state(state, stages)
+    results: list[Outcome] = []
+    todo: queue.Queue[Mutant] = queue.Queue()
+    for mutant in mutants:
+        old = known.get(mutant.id)
+        if old is not None and old.mutant == mutant:
+            results.append(old)
+            done(old)
+        else:
+            todo.put(mutant)
+    lock = threading.Lock()
+    with tempfile.TemporaryDirectory(prefix="atmostonce-mutation-") as scratch:
+        slots = [_slot(root, Path(scratch) / f"slot{i}") for i in range(max(1, processes))]
+
+        def work(slot: Path) -> None:
+            while True:
+                try:
+                    mutant = todo.get_nowait()
+                except queue.Empty:
+                    return
+                outcome = _trial(mutant, slot, executor, stages, timeout)
+                with lock:
+                    results.append(outcome)
+                    if state is not None:
+                        with state.open("a") as out:
+                            out.write(json.dumps(outcome.as_json()) + "\n")
+                    done(outcome)
+
+        threads = [threading.Thread(target=work, args=(slot,), daemon=True) for slot in slots]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    return results
+
+
+def _slot(root: Path, slot: Path) -> Path:
+    """A private copy of the package for one trial at a time, without compiled files (a
+    mutated module must be compiled from its source)."""
+    shutil.copytree(root / "atmostonce", slot / "atmostonce",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    (slot / "tmp").mkdir()
+    return slot
+
+
+def _trial(mutant: Mutant, slot: Path, executor: str, stages: Sequence[str],
+           timeout: float) -> Outcome:
+    path = slot / mutant.module
+    original = path.read_text()
+    started = time.monotonic()
+    try:
+        path.write_text(mutated_source(mutant, path))
+        env = {**os.environ, "PYTHONPATH": str(slot), "PYTHONDONTWRITEBYTECODE": "1",
+               "TMPDIR": str(slot / "tmp")}
+        child = subprocess.Popen(
+            [sys.executable, "-m", "atmostonce.mutation.kill", "--executor", executor,
+             "--stages", ",".join(stages)], cwd=slot, env=env, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            out, err = child.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.communicate()
+            return Outcome(mutant, TIMEOUT, None, f"no verdict within {timeout:g} s",
+                           time.monotonic() - started, tuple(stages))
+        lines = out.strip().splitlines()
+        try:
+            data = json.loads(lines[-1])
+        except (IndexError, ValueError):
+            tail = (err.strip().splitlines() or ["no output"])[-1]
+            return Outcome(mutant, "crash", "import", f"the trial died ({child.returncode}): "
+                           f"{tail}", time.monotonic() - started, tuple(stages))
+        return Outcome(mutant, data["killed_by"], data["layer"], str(data["detail"])[:500],
+                       time.monotonic() - started, tuple(stages))
+    finally:
+        path.write_text(original)
+        _empty(slot / "tmp")
+
+
+def _empty(directory: Path) -> None:
+    for entry in directory.iterdir():
+        if entry.is_dir():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)

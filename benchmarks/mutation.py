@@ -1,0 +1,137 @@
+"""How strong `atmostonce verify` is on the reference executor: every first-order mutant
+cosmic-ray makes of `atmostonce/executor/*.py` (not `mutants.py`, which holds the hand-written
+broken variants), each tried cheapest check first (`atmostonce.mutation.stages`) until one
+kills it, two at a time, resumable. Prints a table per module, or one JSON object.
+
+    python benchmarks/mutation.py [--processes 2] [--json] [--out report.json]
+    python benchmarks/mutation.py --module attempts.py --limit 20      # a quick look
+
+cosmic-ray is chosen over mutmut because it applies one mutation to a source file and runs
+any command against it (here: verify's executor layers in a fresh process whose import path
+holds the mutated copy), where mutmut 3 drives pytest through its own trampolines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if not __package__:  # run as a script: mutate this checkout, not an installed copy
+    sys.path.insert(0, str(ROOT))
+
+from atmostonce.mutation.generate import executor_modules, mutants  # noqa: E402
+from atmostonce.mutation.pipeline import Outcome, run  # noqa: E402
+from atmostonce.mutation.score import Score, load_equivalents, score  # noqa: E402
+from atmostonce.mutation.stages import STAGES  # noqa: E402
+from atmostonce.spec.errors import SpecError  # noqa: E402
+
+EQUIVALENT = Path(__file__).with_name("mutation_equivalent.toml")
+STATE = ROOT / ".mutation" / "state.jsonl"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python benchmarks/mutation.py", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--processes", type=int, default=2, metavar="N",
+                        help="trials at a time (default 2)")
+    parser.add_argument("--module", action="append", default=[], metavar="NAME",
+                        help="only the executor modules whose file name contains NAME "
+                        "(repeatable)")
+    parser.add_argument("--stages", default=",".join(s.name for s in STAGES), metavar="LIST",
+                        help="the stages each mutant meets, in order (default: "
+                        f"{','.join(s.name for s in STAGES)})")
+    parser.add_argument("--limit", type=int, default=0, metavar="N",
+                        help="only the first N mutants (default: all)")
+    parser.add_argument("--timeout", type=float, default=900.0, metavar="S",
+                        help="seconds one mutant's trial may take (default 900)")
+    parser.add_argument("--state", type=Path, default=STATE, metavar="FILE",
+                        help="the results so far, taken up again (default "
+                        f"{STATE.relative_to(ROOT)})")
+    parser.add_argument("--fresh", action="store_true", help="forget the results so far")
+    parser.add_argument("--equivalent", type=Path, default=EQUIVALENT, metavar="FILE",
+                        help="the argued equivalent mutants (default "
+                        f"{EQUIVALENT.relative_to(ROOT)})")
+    parser.add_argument("--out", type=Path, metavar="FILE", help="write the JSON report there")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    args = parser.parse_args(argv)
+    try:
+        stages = args.stages.split(",")
+        unknown = [s for s in stages if s not in {x.name for x in STAGES}]
+        if unknown or not args.stages:
+            raise SpecError(f"unknown stage {unknown[0] if unknown else '(none)'!r}: choose "
+                            f"from {', '.join(s.name for s in STAGES)}")
+        if args.processes < 1 or args.limit < 0 or args.timeout <= 0:
+            raise SpecError("--processes must be >= 1, --limit >= 0 and --timeout > 0")
+        equivalents = load_equivalents(args.equivalent)
+        modules = [m for m in executor_modules(ROOT / "atmostonce" / "executor")
+                   if not args.module or any(n in m.name for n in args.module)]
+        if not modules:
+            raise SpecError(f"no executor module matches {', '.join(args.module)}")
+        made = list(mutants(modules, ROOT))
+    except SpecError as error:
+        print(f"mutation: {error}", file=sys.stderr)
+        return 2
+    tried = [m for m in made if not m.annotation]
+    if args.limit:
+        tried = tried[:args.limit]
+        made = [m for m in made if m.annotation or m in set(tried)]
+    if args.fresh and args.state.exists():
+        args.state.unlink()
+    args.state.parent.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    count = [0]
+
+    def done(outcome: Outcome) -> None:
+        count[0] += 1
+        if not args.json and sys.stderr.isatty():
+            verdict = outcome.killed_by or "SURVIVED"
+            print(f"\r{count[0]}/{len(tried)} {outcome.mutant.id}: {verdict}    ", end="",
+                  file=sys.stderr, flush=True)
+
+    outcomes = run(tried, ROOT, "atmostonce.executor:reference", stages, args.processes,
+                   args.timeout, args.state, done)
+    result = score(made, outcomes, equivalents)
+    report = {**result.as_json(), "stages": stages, "processes": args.processes,
+              "wall_seconds": round(time.monotonic() - started, 1),
+              "command": "python benchmarks/mutation.py " + " ".join(argv or sys.argv[1:])}
+    if args.out is not None:
+        args.out.write_text(json.dumps(report, indent=2) + "\n")
+    if args.json:
+        print(json.dumps(report))
+    else:
+        if sys.stderr.isatty():
+            print(file=sys.stderr)
+        _table(result, report)
+    return 0
+
+
+def _table(result: Score, report: dict[str, object]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="mutants of atmostonce/executor/*.py")
+    for column in ("module", "mutants", "killed", "timeout", "survived", "equivalent",
+                   "score"):
+        table.add_column(column, justify="left" if column == "module" else "right")
+    rows = [*sorted(result.modules.items()), ("all", result.total)]
+    for module, t in rows:
+        table.add_row(module.removeprefix("atmostonce/executor/"), str(t.mutants),
+                      str(t.killed), str(t.timeout), str(t.survived), str(t.equivalent),
+                      f"{t.score:.1%}")
+    console = Console()
+    console.print(table)
+    console.print("killed by: " + ", ".join(f"{k} {n}" for k, n in result.killed_by.most_common()))
+    for o in result.survivors:
+        console.print(f"survived: {o.mutant.id} line {o.mutant.line}: {o.mutant.text}",
+                      markup=False)
+    for e in result.stale:
+        console.print(f"stale equivalence (the line changed): {e.id}", markup=False)
+    console.print(f"{report['wall_seconds']} s wall, {result.seconds:.0f} s of trials")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,123 @@
+"""The mutation pipeline measures verify honestly: a mutant that breaks the executor is killed
+by the cheapest stage that sees it, one that changes nothing survives, a result is taken up
+again only for the same source, annotations count as equivalent only where nothing evaluates
+them, and an equivalence argument goes stale when its line changes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("cosmic_ray")
+
+from atmostonce.mutation.generate import Mutant, executor_modules, mutants
+from atmostonce.mutation.pipeline import run
+from atmostonce.mutation.score import Equivalent, score
+from tests.load import patience
+
+ROOT = Path(__file__).resolve().parents[2]
+EXECUTOR = "atmostonce.executor:reference"
+CHEAP = ["simulation-20", "conformance-5"]
+
+
+def executor_mutants(name: str) -> list[Mutant]:
+    modules = [m for m in executor_modules(ROOT / "atmostonce" / "executor") if m.name == name]
+    return list(mutants(modules, ROOT))
+
+
+def one(name: str, operator: str, occurrence: int) -> Mutant:
+    [found] = [m for m in executor_mutants(name)
+               if m.operator == operator and m.occurrence == occurrence]
+    return found
+
+
+BREAKS = ("attempts.py", "core/ReplaceBinaryOperator_Add_Sub", 1)
+"""`QUEUE_ID + attempt.id` made a subtraction of strings: every poll raises."""
+CHANGES_NOTHING = ("keys.py", "core/ReplaceComparisonOperator_IsNot_Is", 0)
+"""The key's fast path skipped for valid parts: `build_key` then makes the same key."""
+
+
+def test_a_mutant_that_breaks_the_executor_is_killed_by_the_cheapest_stage_and_one_that_changes_nothing_survives(  # noqa: E501
+        tmp_path: Path) -> None:
+    state = tmp_path / "state.jsonl"
+    broken, same = one(*BREAKS), one(*CHANGES_NOTHING)
+    outcomes = {o.mutant.id: o for o in run([broken, same], ROOT, EXECUTOR, CHEAP, 2,
+                                            120 * patience(), state)}
+    assert outcomes[broken.id].killed_by == "simulation-20"
+    assert "TypeError" in outcomes[broken.id].detail
+    assert outcomes[same.id].killed_by is None
+    assert (ROOT / "atmostonce" / "executor" / "attempts.py").read_text().count(
+        "QUEUE_ID + attempt.id") >= 1, "the checkout itself is never mutated"
+    tried: list[str] = []
+    again = run([broken, same], ROOT, EXECUTOR, CHEAP, 2, 120 * patience(), state,
+                lambda o: tried.append(o.mutant.id))
+    assert {o.mutant.id: o.killed_by for o in again} == {
+        broken.id: "simulation-20", same.id: None}
+    assert len(state.read_text().splitlines()) == 2, "a result is taken up, not tried again"
+    longer = run([same], ROOT, EXECUTOR, [*CHEAP, "conformance-7"], 1, 300 * patience(), state)
+    assert longer[0].stages == (*CHEAP, "conformance-7"), "a survivor meets the new stages"
+
+
+def test_a_result_for_another_version_of_the_module_is_not_taken_up(tmp_path: Path) -> None:
+    state = tmp_path / "state.jsonl"
+    broken = one(*BREAKS)
+    run([broken], ROOT, EXECUTOR, ["simulation-20"], 1, 120 * patience(), state)
+    older = Mutant(broken.module, broken.operator, broken.occurrence, broken.line, broken.text,
+                   broken.annotation, "0" * 64)
+    from atmostonce.mutation.pipeline import load_state
+
+    assert load_state(state, ["simulation-20"])[broken.id].mutant != older
+
+
+def test_only_a_deferred_annotation_makes_a_mutant_equivalent_by_rule(tmp_path: Path) -> None:
+    body = "def f(x: int | None) -> int | None:\n    return x | 1\n"
+    deferred = tmp_path / "deferred.py"
+    deferred.write_text("from __future__ import annotations\n\n" + body)
+    evaluated = tmp_path / "evaluated.py"
+    evaluated.write_text(body)
+    bitor = "core/ReplaceBinaryOperator_BitOr_Add"
+    flags = {(m.module, m.line): m.annotation for m in mutants([deferred, evaluated], tmp_path)
+             if m.operator == bitor}
+    assert flags == {("deferred.py", 3): True, ("deferred.py", 4): False,
+                     ("evaluated.py", 1): False, ("evaluated.py", 2): False}
+
+
+def test_an_equivalence_whose_line_changed_is_stale_and_the_mutant_counts_again() -> None:
+    same = one(*CHANGES_NOTHING)
+    argued = Equivalent(same.id, same.text, "the fast path and build_key give the same key")
+    moved = Equivalent(same.id, same.text + "  # changed", argued.why)
+    assert score([same], [], {same.id: argued}).total.equivalent == 1
+    counted = score([same], [], {same.id: moved})
+    assert counted.stale == [moved]
+    assert counted.total.mutants == 0, "without an outcome the mutant is not counted yet"
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    broken = tmp_path / "equivalent.toml"
+    broken.write_text("[[equivalent]]\nid = 'x'\n")
+    for args, says in ((["--stages", "nope"], "unknown stage 'nope'"),
+                       (["--equivalent", str(broken)], "needs exactly id, line and why"),
+                       (["--module", "nothing-like-it"], "no executor module matches")):
+        done = subprocess.run([sys.executable, "benchmarks/mutation.py", *args], cwd=ROOT,
+                              capture_output=True, text=True, timeout=60 * patience(),
+                              check=False)
+        assert done.returncode == 2, done.stderr
+        assert says in done.stderr
+        assert done.stderr.count("\n") == 1
+
+
+def test_the_json_report_has_the_score_and_its_parts(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "benchmarks/mutation.py", "--module", "keys.py", "--stages",
+         "simulation-20", "--state", str(tmp_path / "s.jsonl"), "--json"], cwd=ROOT,
+        capture_output=True, text=True, timeout=300 * patience(), check=False)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert {"score", "killed", "survived", "equivalent", "timeout", "per_module",
+            "killed_by_stage", "wall_seconds"} <= set(report)
+    assert report["mutants"] == report["killed"] + report["survived"] + report[
+        "equivalent"] + report["timeout"]
