@@ -17,7 +17,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from atmostonce.mutation.generate import Mutant, mutated_source
@@ -41,9 +41,9 @@ class Outcome:
         return {**asdict(self), "mutant": asdict(self.mutant), "id": self.mutant.id}
 
 
-def load_state(path: Path | None, stages: Sequence[str]) -> dict[str, Outcome]:
-    """The results already in the state file for these stages, by mutant id (the newest one
-    of each); a line cut short by a stop is skipped."""
+def load_state(path: Path | None) -> dict[str, Outcome]:
+    """The results already in the state file, by mutant id (the newest one of each); a line
+    cut short by a stop is skipped."""
     found: dict[str, Outcome] = {}
     if path is None or not path.exists():
         return found
@@ -54,8 +54,7 @@ def load_state(path: Path | None, stages: Sequence[str]) -> dict[str, Outcome]:
                               data["detail"], float(data["seconds"]), tuple(data["stages"]))
         except (ValueError, KeyError, TypeError):
             continue
-        if outcome.killed_by is not None or list(outcome.stages) == list(stages):
-            found[outcome.mutant.id] = outcome
+        found[outcome.mutant.id] = outcome
     return found
 
 
@@ -63,17 +62,22 @@ def run(mutants: Iterable[Mutant], root: Path, executor: str, stages: Sequence[s
         processes: int, timeout: float, state: Path | None,
         done: Callable[[Outcome], None] = lambda outcome: None) -> list[Outcome]:
     """Every mutant's outcome, those in `state` taken as they are (with the same source and,
-    for a survivor, the same stages); the others tried `processes` at a time."""
-    known = load_state(state, stages)
+    for a survivor, the same stages); a survivor of the first stages meets only the stages
+    after them; the others are tried `processes` at a time."""
+    known = load_state(state)
     results: list[Outcome] = []
-    todo: queue.Queue[Mutant] = queue.Queue()
+    todo: queue.Queue[tuple[Mutant, Outcome | None]] = queue.Queue()
     for mutant in mutants:
         old = known.get(mutant.id)
-        if old is not None and old.mutant == mutant:
+        if old is not None and old.mutant != mutant:
+            old = None
+        if old is not None and (old.killed_by is not None or old.stages == tuple(stages)):
             results.append(old)
             done(old)
+        elif old is not None and old.stages == tuple(stages[:len(old.stages)]):
+            todo.put((mutant, old))
         else:
-            todo.put(mutant)
+            todo.put((mutant, None))
     lock = threading.Lock()
     with tempfile.TemporaryDirectory(prefix="atmostonce-mutation-") as scratch:
         slots = [_slot(root, Path(scratch) / f"slot{i}") for i in range(max(1, processes))]
@@ -81,10 +85,16 @@ def run(mutants: Iterable[Mutant], root: Path, executor: str, stages: Sequence[s
         def work(slot: Path) -> None:
             while True:
                 try:
-                    mutant = todo.get_nowait()
+                    mutant, survived = todo.get_nowait()
                 except queue.Empty:
                     return
-                outcome = _trial(mutant, slot, executor, stages, timeout)
+                if survived is None:
+                    outcome = _trial(mutant, slot, executor, stages, timeout)
+                else:
+                    later = _trial(mutant, slot, executor, stages[len(survived.stages):],
+                                   timeout)
+                    outcome = replace(later, stages=tuple(stages),
+                                      seconds=survived.seconds + later.seconds)
                 with lock:
                     results.append(outcome)
                     if state is not None:

@@ -60,6 +60,10 @@ def test_a_mutant_that_breaks_the_executor_is_killed_by_the_cheapest_stage_and_o
     assert len(state.read_text().splitlines()) == 2, "a result is taken up, not tried again"
     longer = run([same], ROOT, EXECUTOR, [*CHEAP, "conformance-7"], 1, 300 * patience(), state)
     assert longer[0].stages == (*CHEAP, "conformance-7"), "a survivor meets the new stages"
+    assert longer[0].killed_by is None
+    last = json.loads(state.read_text().splitlines()[-1])
+    assert last["id"] == same.id
+    assert last["seconds"] > outcomes[same.id].seconds
 
 
 def test_a_result_for_another_version_of_the_module_is_not_taken_up(tmp_path: Path) -> None:
@@ -70,7 +74,7 @@ def test_a_result_for_another_version_of_the_module_is_not_taken_up(tmp_path: Pa
                    broken.annotation, "0" * 64)
     from atmostonce.mutation.pipeline import load_state
 
-    assert load_state(state, ["simulation-20"])[broken.id].mutant != older
+    assert load_state(state)[broken.id].mutant != older
 
 
 def test_only_a_deferred_annotation_makes_a_mutant_equivalent_by_rule(tmp_path: Path) -> None:
