@@ -189,6 +189,10 @@ def cmd_mutants(args: argparse.Namespace) -> int:
     for kind, name, clause, expect, summary in rows:
         line = f"{kind} {name}"
         print(f"{line:<46} {clause:<22} {expect:<28} {summary}" if args.verbose else line)
+    from atmostonce.mutation.measured import measured_lines
+
+    for line in measured_lines():
+        print(f"# {line}")
     return EXIT_OK
 
 
@@ -303,7 +307,9 @@ def build_parser() -> argparse.ArgumentParser:
         "mutants", help="list the deliberately broken variants the checks must catch",
         description="Every mutant the package ships, one per line as KIND NAME: `model` ones "
         "for `atmostonce check --mutant NAME`, `executor` ones for `atmostonce verify "
-        "--executor atmostonce.executor.mutants:NAME`.",
+        "--executor atmostonce.executor.mutants:NAME`; then, on lines that start with `#`, "
+        "how many of the mutants a mutation-testing tool makes of the reference executor "
+        "verify kills (python benchmarks/mutation.py).",
     )
     mutants.add_argument("-v", "--verbose", action="store_true",
                          help="add the clause each mutant breaks, the property that must "

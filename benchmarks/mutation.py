@@ -15,6 +15,7 @@ holds the mutated copy), where mutmut 3 drives pytest through its own trampoline
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 import time
@@ -35,6 +36,7 @@ FIRST_PASS = 3
 """Every mutant meets the first three stages before any survivor meets the fourth, and so on:
 the few survivors, not the many, pay for the expensive layers."""
 STATE = ROOT / ".mutation" / "state.jsonl"
+MEASURED = ROOT / "atmostonce" / "mutation" / "measured.json"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -61,6 +63,10 @@ def main(argv: list[str] | None = None) -> int:
                         f"{EQUIVALENT.relative_to(ROOT)})")
     parser.add_argument("--out", type=Path, metavar="FILE", help="write the JSON report there")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--record", action="store_true",
+                        help="write the score to atmostonce/mutation/measured.json, which "
+                        "`atmostonce mutants` shows (only for a run over every module and "
+                        "stage)")
     args = parser.parse_args(argv)
     try:
         stages = args.stages.split(",")
@@ -107,6 +113,11 @@ def main(argv: list[str] | None = None) -> int:
               "command": "python benchmarks/mutation.py " + " ".join(argv or sys.argv[1:])}
     if args.out is not None:
         args.out.write_text(json.dumps(report, indent=2) + "\n")
+    if args.record:
+        if args.module or args.limit or stages != [s.name for s in STAGES]:
+            print("mutation: --record needs every module and every stage", file=sys.stderr)
+            return 2
+        record(result, report, modules)
     if args.json:
         print(json.dumps(report))
     else:
@@ -114,6 +125,21 @@ def main(argv: list[str] | None = None) -> int:
             print(file=sys.stderr)
         _table(result, report)
     return 0
+
+
+def record(result: Score, report: dict[str, object], modules: list[Path]) -> None:
+    """The measured score, with the sha256 of each module it was measured on, for
+    `atmostonce mutants` to show (and to say which modules changed since)."""
+    shas = {m.resolve().relative_to(ROOT).as_posix():
+            hashlib.sha256(m.read_bytes()).hexdigest() for m in modules}
+    per_module = {name: {**t.as_json(), "sha256": shas[name]}
+                  for name, t in sorted(result.modules.items())}
+    measured = {**result.total.as_json(), "per_module": per_module,
+                "killed_by_stage": dict(result.killed_by.most_common()),
+                "wall_seconds": report["wall_seconds"], "processes": report["processes"],
+                "date": time.strftime("%Y-%m-%d"),
+                "command": "python benchmarks/mutation.py --record"}
+    MEASURED.write_text(json.dumps(measured, indent=1) + "\n")
 
 
 def _table(result: Score, report: dict[str, object]) -> None:

@@ -83,7 +83,10 @@ def test_mutants_lists_every_mutant_as_kind_and_name() -> None:
 
     done = run("mutants")
     assert done.returncode == 0
-    lines = done.stdout.splitlines()
+    lines = [line for line in done.stdout.splitlines() if not line.startswith("# ")]
     expected = {f"model {m.name}" for m in MUTANTS} | {f"executor {m}" for m in EXECUTOR_MUTANTS}
     assert set(lines) == expected
     assert all(len(line.split()) == 2 for line in lines)
+    score = [line for line in done.stdout.splitlines() if line.startswith("# ")]
+    assert score, "the score over generated mutants (or that none is recorded) is said"
+    assert "generated mutants" in score[0]

@@ -125,3 +125,24 @@ def test_the_json_report_has_the_score_and_its_parts(tmp_path: Path) -> None:
             "killed_by_stage", "wall_seconds"} <= set(report)
     assert report["mutants"] == report["killed"] + report["survived"] + report[
         "equivalent"] + report["timeout"]
+
+
+def test_the_recorded_score_names_the_modules_changed_since(tmp_path: Path) -> None:
+    from atmostonce.mutation.measured import measured_lines
+
+    keys = ROOT / "atmostonce" / "executor" / "keys.py"
+    import hashlib
+
+    now = hashlib.sha256(keys.read_bytes()).hexdigest()
+    recorded = {"mutants": 10, "score": 0.9, "killed": 8, "timeout": 1, "survived": 1,
+                "equivalent": 0, "date": "2026-12-01", "command": "python benchmarks/mutation.py",
+                "per_module": {"atmostonce/executor/keys.py": {"sha256": now},
+                               "atmostonce/executor/views.py": {"sha256": "0" * 64}}}
+    path = tmp_path / "measured.json"
+    path.write_text(json.dumps(recorded))
+    first, changed = measured_lines(path)
+    assert "score 90.0%" in first
+    assert "killed 8, timed out 1, survived 1, equivalent 0" in first
+    assert changed == "  changed since: views.py (run it again for their score)"
+    assert measured_lines(tmp_path / "none.json") == [
+        "generated mutants: no score recorded (python benchmarks/mutation.py --record)"]
