@@ -5,6 +5,7 @@ them, and an equivalence argument goes stale when its line changes."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -131,8 +132,6 @@ def test_the_recorded_score_names_the_modules_changed_since(tmp_path: Path) -> N
     from atmostonce.mutation.measured import measured_lines
 
     keys = ROOT / "atmostonce" / "executor" / "keys.py"
-    import hashlib
-
     now = hashlib.sha256(keys.read_bytes()).hexdigest()
     recorded = {"mutants": 10, "score": 0.9, "killed": 8, "timeout": 1, "survived": 1,
                 "equivalent": 0, "date": "2026-12-01", "command": "python benchmarks/mutation.py",
