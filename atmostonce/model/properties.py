@@ -139,8 +139,8 @@ class Properties:
                             f"({s.END_NAMES[s.last_end(g)]}), though the engine never gave up "
                             "on it while its worker was alive"))
         if c[s.REP] > 1:
-            bad.append(("E-RECONCILE-ONCE", f"the {RECORDS[cs].value} call was reported "
-                        f"{c[s.REP]} times"))
+            kind = "unknown" if cs == s.C_UNKNOWN else "cancelled"
+            bad.append(("E-RECONCILE-ONCE", f"the {kind} call was reported {c[s.REP]} times"))
         return tuple(bad)
 
     def _exhausted(self, c: Call, effect: EffectClass) -> list[tuple[str, str]]:
