@@ -146,6 +146,10 @@ def _model_config(args: argparse.Namespace) -> ModelConfigT:
         changes["ledger"] = args.ledger
     if args.fence:
         changes["fence"] = True
+    if args.session_default is not None:
+        changes["session_default"] = EffectClass.parse(args.session_default)
+    if args.hints_keep_default:
+        changes["hints_may_lower"] = False
     config = DEFAULT.with_(**changes)
     if args.mutant is not None:
         name = args.mutant.removeprefix("model:")
@@ -285,8 +289,15 @@ def build_parser() -> argparse.ArgumentParser:
         bounds.add_argument(flag, type=arguments.whole, metavar="N", help=text)
     bounds.add_argument("--tools", metavar="MIX",
                         help="comma-separated effect classes, each optionally +approval or "
-                        "-approval (default read,idempotent_write,non_idempotent_write,"
-                        "unclassified)")
+                        "-approval, or EFFECT~HINT for a tool without a policy whose framework "
+                        "metadata claims HINT (default read,idempotent_write,"
+                        "non_idempotent_write,unclassified)")
+    bounds.add_argument("--session-default", metavar="EFFECT",
+                        help="the session's default effect, which tools without a policy or "
+                        "a hint fall back on (default none)")
+    bounds.add_argument("--hints-keep-default", action="store_true",
+                        help="framework metadata may not lower the session default "
+                        "(decision D-22; default: it may)")
     check.add_argument("--ledger", choices=("plain", "key", "business"),
                        help="how a non-idempotent write's service treats repeats (default plain)")
     check.add_argument("--fence", action="store_true",

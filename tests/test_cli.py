@@ -69,6 +69,9 @@ def test_check_of_a_mutant_exits_1_with_the_counterexample(tmp_path: object) -> 
     (["check", "--calls", "two"], "expected a whole number, got 'two'"),
     (["check", "--tools", "read,writes"], "unknown effect class 'writes'"),
     (["check", "--mutant", "nope"], "unknown model mutant 'nope'"),
+    (["check", "--session-default", "nope"], "unknown effect class 'nope'"),
+    (["check", "--tools", "read~unclassified"], "framework metadata cannot claim unclassified"),
+    (["check", "--tools", "read~maybe"], "unknown effect class 'maybe'"),
 ])
 def test_check_rejects_bad_bounds_with_one_line(args: list[str], message: str) -> None:
     done = run(*args)
@@ -90,3 +93,18 @@ def test_mutants_lists_every_mutant_as_kind_and_name() -> None:
     score = [line for line in done.stdout.splitlines() if line.startswith("# ")]
     assert score, "the score over generated mutants (or that none is recorded) is said"
     assert "generated mutants" in score[0]
+
+
+@pytest.mark.clause("D-22")
+@pytest.mark.parametrize(("flags", "effect"), [
+    ([], "read"), (["--hints-keep-default"], "non_idempotent_write")])
+def test_check_explores_a_hinted_tool_under_both_choices_of_d22(
+        flags: list[str], effect: str) -> None:
+    done = run("check", "--tools", "non_idempotent_write~read", "--session-default",
+               "non_idempotent_write", "--faults", "1", "--json", *flags)
+    report = json.loads(done.stdout)
+    assert report["violations"] == []
+    assert report["complete"]
+    assert report["config"]["session_default"] == "non_idempotent_write"
+    assert report["config"].get("hints_may_lower", True) is not bool(flags)
+    assert any(w.startswith(f"S-RECORD-{effect}-") for w in report["witnessed"])

@@ -107,6 +107,11 @@ def register(subparsers: Any) -> None:
     reconcile.add_argument("--source", metavar="TEXT",
                            help="who the note says it comes from (default: the effect ledger, "
                            "or your application with --check)")
+    reconcile.add_argument("--include-cancelled", action="store_true",
+                           help="also reconcile failed calls whose error says the tool may "
+                           "still be running (a cancelled or timed-out single attempt, whose "
+                           "write can land after its record); each report says which kind "
+                           "its call was")
     reconcile.add_argument("--json", action="store_true", help="print one JSON object")
     reconcile.set_defaults(func=cmd_reconcile)
 
@@ -162,22 +167,26 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
             else token
         asks = (*ledger, ledger_token)
         source = args.source or DEFAULT_SOURCE
-    run = asyncio.run(_reconcile(server, token, args.session, asks, source))
+    run = asyncio.run(_reconcile(server, token, args.session, asks, source,
+                                 args.include_cancelled))
     if args.json:
         print(json.dumps(run.as_json(), indent=2))
     else:
-        print(f"session {run.session_id}: {run.unknown} outcome_unknown call(s), "
+        cancelled = (f", {run.cancelled} failed call(s) that may still have been running"
+                     if args.include_cancelled else "")
+        print(f"session {run.session_id}: {run.unknown} outcome_unknown call(s){cancelled}, "
               f"{run.already_reported} reported before")
         for report in run.reports:
-            print(f"  reported {report.key} "
+            print(f"  reported {report.key} [{report.kind.value}] "
                   f"({'accepted' if report.accepted else 'REFUSED'}): {report.text}")
-        print("every outcome_unknown call is reported" if run.complete else
-              f"interrupted: {run.interrupted}")
+        print(f"every {'unsettled' if args.include_cancelled else 'outcome_unknown'} call is "
+              "reported" if run.complete else f"interrupted: {run.interrupted}")
     return EXIT_OK if run.complete else EXIT_FAILED
 
 
 async def _reconcile(server: tuple[str, int], token: str, session_id: str,
-                     asks: OutcomeCheck | tuple[str, int, str], source: str) -> ReconcileRun:
+                     asks: OutcomeCheck | tuple[str, int, str], source: str,
+                     include_cancelled: bool = False) -> ReconcileRun:
     """Reach the server, then the effect ledger when `asks` is its address (SpecError, one
     line, for either out of reach), then run the job; an unknown session is bad input."""
     from atmostonce.runtime.client import AsyncClient
@@ -191,7 +200,8 @@ async def _reconcile(server: tuple[str, int], token: str, session_id: str,
             else:
                 check = asks
             return await report_unknown_outcomes(client, session_id, check, source,
-                                                 require_session=True)
+                                                 require_session=True,
+                                                 include_cancelled=include_cancelled)
     finally:
         if close is not None:
             close()

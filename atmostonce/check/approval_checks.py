@@ -25,7 +25,8 @@ class ApprovalChecks(CheckerState):
         self._policies.set_policy(e.tool, e.policy, e.hints)
 
     def _session_opened(self, e: h.SessionOpened, pos: int) -> None:
-        self._policies.set_default(e.session_id, e.default_effect)
+        self._policies.set_default(e.session_id, e.default_effect,
+                                   e.hints_may_lower is not False)
 
     def _call_asked(self, e: h.CallAsked, pos: int) -> None:
         """TC-SNAP-1: the call keeps the policy in force now, resolved by the spec."""

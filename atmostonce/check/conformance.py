@@ -159,9 +159,9 @@ def _reported(snapshot: object) -> dict[str, int]:
 
 
 def _keys_in(text: str) -> list[str]:
-    import re
+    from atmostonce.spec.reconcile import report_keys_in
 
-    return re.findall(r"\(tool call ([^\s()]+)\)", text)
+    return report_keys_in(text)
 
 
 # ---------------------------------------------------------------------------------------------

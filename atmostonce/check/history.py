@@ -72,6 +72,9 @@ class PolicySet(Entry):
 class SessionOpened(Entry):
     session_id: str
     default_effect: EffectClass | None
+    hints_may_lower: bool | None = None
+    """False for a session whose default framework metadata may not lower (D-22); None,
+    left out of `describe`, for the default."""
 
 
 @dataclass(slots=True, unsafe_hash=True)

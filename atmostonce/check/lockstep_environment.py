@@ -43,8 +43,10 @@ class EnvironmentActions(LockstepState):
     def _do_change_policy(self, label: Label) -> None:
         tool = self.config.tools[label[1]]
         changed = not (self.state[m.TV] >> label[1] & 1)
-        self._send(p.SetPolicy(self.clock, tool.name,
-                               tool.changed_policy() if changed else tool.policy))
+        if changed:
+            self._send(p.SetPolicy(self.clock, tool.name, tool.changed_policy(), tool.hints))
+        else:
+            self._send(p.SetPolicy(self.clock, tool.name, tool.initial_policy, tool.hints))
 
     def _answer(self, label: Label, approve: bool) -> None:
         self.requests += 1

@@ -90,8 +90,9 @@ class LockstepState:
 
     def _setup(self) -> None:
         for tool in self.config.tools:
-            self._send(p.SetPolicy(self.clock, tool.name, tool.policy))
-        self._send(p.OpenSession(self.clock, SESSION))
+            self._send(p.SetPolicy(self.clock, tool.name, tool.initial_policy, tool.hints))
+        self._send(p.OpenSession(self.clock, SESSION, self.config.session_default,
+                                 self.config.hints_may_lower))
         for w in self.workers:
             self._send(p.Connected(self.clock, w.name))
 

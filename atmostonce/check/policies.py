@@ -20,27 +20,28 @@ class PolicyBook:
 
     def __init__(self) -> None:
         self._set: dict[str, tuple[ToolPolicy | None, ToolHints | None]] = {}
-        self._defaults: dict[str, EffectClass | None] = {}
-        self._resolved: dict[str, dict[str | None, EffectivePolicy]] = {}
-        """Resolved policies by tool, then by the value of the session default; a tool's are
-        forgotten when its policy changes."""
+        self._defaults: dict[str, tuple[EffectClass | None, bool]] = {}
+        self._resolved: dict[str, dict[tuple[str | None, bool], EffectivePolicy]] = {}
+        """Resolved policies by tool, then by the value of the session default and whether
+        hints may lower it (D-22); a tool's are forgotten when its policy changes."""
 
     def set_policy(self, tool: str, policy: ToolPolicy | None, hints: ToolHints | None) -> None:
         self._set[tool] = (policy, hints)
         self._resolved.pop(tool, None)
 
-    def set_default(self, session_id: str, effect: EffectClass | None) -> None:
-        self._defaults[session_id] = effect
+    def set_default(self, session_id: str, effect: EffectClass | None,
+                    hints_may_lower: bool = True) -> None:
+        self._defaults[session_id] = (effect, hints_may_lower)
 
     def now(self, tool: str, session_id: str) -> EffectivePolicy:
         """The policy a call of `tool` in `session_id` asked now gets."""
-        default = self._defaults.get(session_id)
+        default, lowers = self._defaults.get(session_id, (None, True))
         of_tool = self._resolved.get(tool)
         if of_tool is None:
             of_tool = self._resolved[tool] = {}
-        slot = default._value_ if default is not None else None
+        slot = (default._value_ if default is not None else None, lowers)
         found = of_tool.get(slot)
         if found is None:
             policy, hints = self._set.get(tool, (None, None))
-            found = of_tool[slot] = resolve_policy(policy, hints, default)
+            found = of_tool[slot] = resolve_policy(policy, hints, default, lowers)
         return found

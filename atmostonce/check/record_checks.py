@@ -3,8 +3,8 @@
 the call (its hand-outs, its runs in the ledger, its approval, how its attempt ended), and the
 reconcile job's reports naming it. Properties: A-ONE-RECORD, A-SAME-KEY (the snapshot's key),
 A-DID-NOT-RUN-TRUE, A-SUCCEEDED-RETURNED, A-UNKNOWN-REACHED, A-EXHAUSTED-RECORD, A-APPROVAL and
-A-POLICY-SNAPSHOT (a rejected record), A-DOUBLE-RUN-SHAPE (runs left going at the record) and
-E-RECONCILE-ONCE (a second report)."""
+A-POLICY-SNAPSHOT (a rejected record), A-RECORD-MEANING (a failed record), A-DOUBLE-RUN-SHAPE
+(runs left going at the record) and E-RECONCILE-ONCE (a second report)."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from atmostonce.check.checker_state import (
 from atmostonce.spec.approval import ApprovalState
 from atmostonce.spec.policy import EffectivePolicy
 from atmostonce.spec.reconcile import reported_keys
-from atmostonce.spec.records import DID_NOT_RUN_PREFIX
+from atmostonce.spec.records import DID_NOT_RUN_PREFIX, FailureKind, failure_text
 from atmostonce.spec.session import Message, MessageRole, ToolCallStatus
 
 
@@ -131,6 +131,8 @@ class RecordChecks(CheckerState):
             self._judge_rejected(c, pos)
         if status in (FAILED, OUTCOME_UNKNOWN) and c.handed:
             self._judge_exhausted(c, status, pos)
+        if status is FAILED:
+            self._judge_failed_meaning(c, error, pos)
         if c.single and c.runs:
             self._judge_orphans(c, status, pos)
 
@@ -175,6 +177,26 @@ class RecordChecks(CheckerState):
                       f"{with_article(c.policy.effect.value)} call recorded {status.value} after "
                       f"{attempts} of its {limit} attempts", c.pos, pos)
 
+    def _judge_failed_meaning(self, c: Call, error: str, pos: int) -> None:
+        """A-RECORD-MEANING for failed: the tool reported a failure, or no attempt reached a
+        worker (TC-REC-FAIL); excepted are a read out of attempts after a reach
+        (TC-REC-EXHAUST-READ) and a cancelled single attempt, whose write may land after the
+        record (D-4, F-7)."""
+        reported = c.result_ok is False
+        if error.startswith(TOOL_ERROR_TEXT) and not reported:
+            self._bad("A-RECORD-MEANING", c,
+                      "recorded failed as the tool's own failure, but no run of the tool "
+                      "reported one", c.pos, pos)
+            return
+        if reported or not (c.handed or c.runs) or c.policy.effect is READ:
+            return
+        current = c.current
+        if c.single and current is not None and current.cause == GAVE_UP:
+            return
+        self._bad("A-RECORD-MEANING", c,
+                  f"recorded failed after {c.handed} hand-out(s) to a worker, though the tool "
+                  "reported no failure and was not cancelled", c.first_hand, pos)
+
     def _judge_orphans(self, c: Call, status: ToolCallStatus, pos: int) -> None:
         """A-DOUBLE-RUN-SHAPE: a run still going when its single-attempt call is recorded is
         one the engine gave up on while it could still run (TC-AMO-3, D-8, D-12)."""
@@ -207,6 +229,8 @@ class RecordChecks(CheckerState):
                 self._bad("E-RECONCILE-ONCE", c,
                           f"reconcile reported the call {c.reports} times", c.record_pos, pos)
 
+
+TOOL_ERROR_TEXT = failure_text(FailureKind.TOOL_ERROR)
 
 _CAUSE_TEXT = {
     GAVE_UP: "was cancelled or timed out",

@@ -24,6 +24,7 @@ class SessionOpened(NamedTuple):
     at: float
     session_id: str
     default_effect: EffectClass | None
+    hints_may_lower: bool = True
 
 
 class Asked(NamedTuple):

@@ -55,9 +55,16 @@ def policy_entry(at: float, tool: str, policy: ToolPolicy | None,
     }
 
 
-def session_entry(at: float, session_id: str, default_effect: EffectClass | None) -> Entry:
-    return {"type": "session", "at": at, "session_id": session_id,
-            "default_effect": default_effect._value_ if default_effect is not None else None}
+def session_entry(at: float, session_id: str, default_effect: EffectClass | None,
+                  hints_may_lower: bool = True) -> Entry:
+    """A session opened; `hints_may_lower` (D-22) is written only when false, so journals of
+    sessions that keep the default read as before."""
+    entry: Entry = {"type": "session", "at": at, "session_id": session_id,
+                    "default_effect": default_effect._value_ if default_effect is not None
+                    else None}
+    if not hints_may_lower:
+        entry["hints_may_lower"] = False
+    return entry
 
 
 def ask_entry(at: float, key: str, session_id: str, turn_id: str, tool_call_id: str, tool: str,

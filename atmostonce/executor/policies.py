@@ -40,9 +40,9 @@ class PolicyRules:
 
     config: ExecutorConfig
     state: ExecutorState
-    _resolved: dict[str, dict[str | None, EffectivePolicy]]
-    """Resolved policies by tool, then by the value of the session default; forgotten
-    whenever a policy changes."""
+    _resolved: dict[str, dict[tuple[str | None, bool], EffectivePolicy]]
+    """Resolved policies by tool, then by the value of the session default and whether hints
+    may lower it; forgotten whenever a policy changes."""
 
     # -- policies and sessions --------------------------------------------------------------------
 
@@ -54,35 +54,40 @@ class PolicyRules:
 
     def on_open_session(self, event: OpenSession) -> list[Command]:
         out: list[Command] = []
-        self.open_session(event.session_id, event.default_effect, event.at, out)
+        self.open_session(event.session_id, event.default_effect, event.at, out,
+                          event.hints_may_lower)
         return out
 
     def open_session(self, session_id: str, default_effect: EffectClass | None, at: float,
-                     out: list[Command]) -> Session:
+                     out: list[Command], hints_may_lower: bool = True) -> Session:
         session = self.state.sessions.get(session_id)
         if session is None:
-            session = Session(session_id, default_effect)
+            session = Session(session_id, default_effect, hints_may_lower)
             self.state.sessions[session_id] = session
         else:
             session.default_effect = default_effect
-        out.append(Persist(journal.session_entry(at, session_id, default_effect)))
+            session.hints_may_lower = hints_may_lower
+        out.append(Persist(journal.session_entry(at, session_id, default_effect,
+                                                 hints_may_lower)))
         return session
 
     def resolve(self, tool: str, session: Session) -> EffectivePolicy:
         """The tool's effective policy now: its policy, else its framework hints, else the
-        session default, else unclassified (TC-POL-1, TC-APR-5, D-1)."""
+        session default, else unclassified (TC-POL-1, TC-APR-5, D-1); a session may keep its
+        default as a floor that hints cannot lower (D-22)."""
         default = session.default_effect
         of_tool = self._resolved.get(tool)
         if of_tool is None:
             of_tool = self._resolved[tool] = {}
-        slot = default._value_ if default is not None else None
+        lowers = session.hints_may_lower
+        slot = (default._value_ if default is not None else None, lowers)
         policy = of_tool.get(slot)
         if policy is None:
             registered = self.state.policies.get(tool)
             if registered is None:
-                policy = resolve_policy(None, None, default)
+                policy = resolve_policy(None, None, default, lowers)
             else:
-                policy = resolve_policy(registered.policy, registered.hints, default)
+                policy = resolve_policy(registered.policy, registered.hints, default, lowers)
             of_tool[slot] = policy
         return policy
 
@@ -103,7 +108,8 @@ class PolicyRules:
     # -- the session's history --------------------------------------------------------------------
 
     def on_user_message(self, event: UserMessage) -> list[Command]:
-        """`send_user_message`: the text joins the history as the user's words (TC-RCN-TELL)."""
+        """`send_user_message`: the text joins the history as the user's words (TC-RCN-TELL),
+        where the next turn's model reads it (TC-RCN-NEXT)."""
         session = self.state.sessions.get(event.session_id)
         if session is None:
             return [Reply(event.request, False, f"no session {event.session_id!r}")]

@@ -173,7 +173,10 @@ def _policy(r: _Reader) -> PolicySet:
 
 
 def _session(r: _Reader) -> SessionOpened:
-    return SessionOpened(r.time(), r.name("session_id"), r.effect("default_effect"))
+    lowers = r.entry.get("hints_may_lower", True)
+    if not isinstance(lowers, bool):
+        r.fail(f"field 'hints_may_lower' must be true or false, got {_type(lowers)}")
+    return SessionOpened(r.time(), r.name("session_id"), r.effect("default_effect"), lowers)
 
 
 def _ask(r: _Reader) -> Asked:

@@ -98,9 +98,11 @@ class _Fold:
     def session_opened(self, fact: facts.SessionOpened) -> None:
         existing = self.state.sessions.get(fact.session_id)
         if existing is None:
-            self.state.sessions[fact.session_id] = Session(fact.session_id, fact.default_effect)
+            self.state.sessions[fact.session_id] = Session(fact.session_id, fact.default_effect,
+                                                           fact.hints_may_lower)
         else:
             existing.default_effect = fact.default_effect
+            existing.hints_may_lower = fact.hints_may_lower
 
     def answered(self, fact: facts.Answered) -> None:
         self.call(fact.key).approval = fact.state

@@ -68,6 +68,8 @@ class Session:
 
     session_id: str
     default_effect: EffectClass | None
+    hints_may_lower: bool = True
+    """D-22: whether framework metadata may lower the default effect."""
     calls: list[Call] = field(default_factory=list)
     messages: list[Message] = field(default_factory=list)
 

@@ -1,5 +1,5 @@
-"""One model check as a user runs it: explore, build the traces, establish finding F-6, and
-report in words or JSON."""
+"""One model check as a user runs it: explore, build the traces, establish findings F-6 and
+F-7, and report in words or JSON."""
 
 from __future__ import annotations
 
@@ -65,10 +65,16 @@ class CheckReport:
             "findings": [
                 {"id": c.id, "statement": c.statement, "holds": c.holds,
                  "reachable": c.reachable, "states": c.states,
-                 "config": config_json(c.config)}
+                 "config": config_json(c.config),
+                 **({"trace": c.trace.render().splitlines()} if c.id in SHOWN_TRACES
+                    and c.trace is not None else {})}
                 for c in self.claims
             ],
         }
+
+
+SHOWN_TRACES = ("F-7a",)
+"""Claims whose shortest trace the report shows: F-7a, the failed record a write lands after."""
 
 
 def protocol_for(config: ModelConfig) -> Protocol:
@@ -134,9 +140,14 @@ def render(report: CheckReport) -> str:
         lines.extend("  " + line for line in report.double_run.render().splitlines())
     if report.claims:
         lines.append("")
-        lines.append("  Finding F-6 (decision D-6), by exhaustive search:")
+        lines.append("  Findings F-6 (decision D-6) and F-7 (decisions D-4, D-20), and "
+                     "decision D-22's two choices, by exhaustive search:")
         for c in report.claims:
             verdict = "holds" if c.holds else "DOES NOT HOLD"
             what = "reachable" if c.reachable else "unreachable"
             lines.append(f"    {c.id} {verdict}: {c.statement} ({what}, {c.states} states)")
+        for c in report.claims:
+            if c.id in SHOWN_TRACES and c.trace is not None:
+                lines.append("")
+                lines.extend("  " + line for line in c.trace.render().splitlines())
     return "\n".join(lines)

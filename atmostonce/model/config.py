@@ -5,7 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from atmostonce.spec.errors import SpecError
-from atmostonce.spec.policy import EffectClass, EffectivePolicy, ToolPolicy, resolve_policy
+from atmostonce.spec.policy import (
+    EffectClass,
+    EffectivePolicy,
+    ToolHints,
+    ToolPolicy,
+    resolve_policy,
+)
 
 LEDGER_MODES = ("plain", "key", "business")
 
@@ -17,30 +23,68 @@ class ToolSpec:
     A policy change flips whether the tool waits for approval, except for an unclassified tool,
     which is reclassified `idempotent_write`, as the page advises once its service is known to
     drop repeated keys (TC-KEY-3). What the tool does to its service never changes.
+
+    A tool with a `hint` has no ToolPolicy at first: only framework metadata claiming the hinted
+    class, which may be wrong; `policy` is then what the tool really does, and the policy a
+    change gives it (D-22).
     """
 
     name: str
     policy: ToolPolicy
+    hint: EffectClass | None = None
 
     @property
     def effect(self) -> EffectClass:
         return self.policy.effect
 
+    @property
+    def hints(self) -> ToolHints | None:
+        """The framework metadata of a hinted tool, as MCP annotations would say it."""
+        return None if self.hint is None else _HINTS[self.hint]
+
+    @property
+    def initial_policy(self) -> ToolPolicy | None:
+        """The ToolPolicy the tool has when the check starts: none for a hinted tool."""
+        return None if self.hint is not None else self.policy
+
     def changed_policy(self) -> ToolPolicy:
         """The policy the tool gets when the developer changes it (TC-SNAP-2)."""
+        if self.hint is not None:
+            return self.policy
         if self.effect is EffectClass.UNCLASSIFIED:
             return ToolPolicy(EffectClass.IDEMPOTENT_WRITE)
         return ToolPolicy(self.effect, not resolve_policy(self.policy).requires_approval)
 
-    def variant(self, changed: bool) -> EffectivePolicy:
-        """The effective policy before (`changed` false) or after a policy change."""
-        return resolve_policy(self.changed_policy() if changed else self.policy)
+    def variant(self, changed: bool, session_default: EffectClass | None = None,
+                hints_may_lower: bool = True) -> EffectivePolicy:
+        """The effective policy before (`changed` false) or after a policy change, in a session
+        with `session_default` and D-22's choice `hints_may_lower`."""
+        if changed:
+            return resolve_policy(self.changed_policy(), None, session_default, hints_may_lower)
+        return resolve_policy(self.initial_policy, self.hints, session_default, hints_may_lower)
+
+
+_HINTS = {
+    EffectClass.READ: ToolHints(read_only=True),
+    EffectClass.IDEMPOTENT_WRITE: ToolHints(idempotent=True),
+    EffectClass.NON_IDEMPOTENT_WRITE: ToolHints(read_only=False),
+}
 
 
 def parse_tool(text: str) -> ToolSpec:
-    """`effect[+approval|-approval]`, e.g. `read`, `idempotent_write+approval`."""
+    """`effect[+approval|-approval]`, e.g. `read`, `idempotent_write+approval`; or
+    `effect~hint`, a tool that really is `effect` with no ToolPolicy, whose framework metadata
+    claims `hint` (read, idempotent_write or non_idempotent_write), e.g.
+    `non_idempotent_write~read`."""
     if not isinstance(text, str) or not text.strip():
         raise SpecError(f"tool must be an effect class name, got {text!r}")
+    if "~" in text:
+        actual, _, hinted = text.strip().partition("~")
+        hint = EffectClass.parse(hinted)
+        if hint not in _HINTS:
+            raise SpecError(f"framework metadata cannot claim {hint.value}: a hint is read, "
+                            "idempotent_write or non_idempotent_write")
+        return ToolSpec(text.strip(), ToolPolicy.of(actual), hint)
     name, approval = text.strip(), None
     for suffix, value in (("+approval", True), ("-approval", False)):
         if name.endswith(suffix):
@@ -85,6 +129,16 @@ class ModelConfig:
     fence: bool = False
     ledger: str = "plain"
     mutant: str | None = None
+    reconcile_cancelled: bool = False
+    """The reconcile job also reports failed calls whose tool may still be running (D-20)."""
+    session_default: EffectClass | None = None
+    """The session's default effect, which a hinted tool without a policy falls back on."""
+    hints_may_lower: bool = True
+    """D-22: whether framework metadata may lower the session's default effect."""
+
+    def policy_of(self, tool: ToolSpec, changed: bool) -> EffectivePolicy:
+        """`tool`'s effective policy in this configuration's session (D-1, D-22)."""
+        return tool.variant(changed, self.session_default, self.hints_may_lower)
 
     def __post_init__(self) -> None:
         limits = {
@@ -105,6 +159,13 @@ class ModelConfig:
             raise SpecError("the tool mix is empty")
         if len(self.tools) > 6:
             raise SpecError(f"the tool mix may hold at most 6 tools, got {len(self.tools)}")
+        if self.session_default is not None and not isinstance(self.session_default,
+                                                                EffectClass):
+            raise SpecError(f"the session default must be an effect class, got "
+                            f"{self.session_default!r}")
+        if not isinstance(self.hints_may_lower, bool):
+            raise SpecError(f"hints_may_lower must be true or false, got "
+                            f"{self.hints_may_lower!r}")
         if self.ledger not in LEDGER_MODES:
             raise SpecError(f"unknown ledger mode {self.ledger!r} "
                             f"(known: {', '.join(LEDGER_MODES)})")
@@ -124,6 +185,12 @@ class ModelConfig:
         ]
         if self.fence:
             parts.append("fence")
+        if self.reconcile_cancelled:
+            parts.append("reconcile-cancelled")
+        if self.session_default is not None:
+            parts.append(f"session-default={self.session_default.value}")
+        if not self.hints_may_lower:
+            parts.append("hints-keep-default")
         if self.mutant:
             parts.append(f"mutant={self.mutant}")
         return " ".join(parts)

@@ -1,11 +1,21 @@
 """What the model establishes about the page's one exception and its advice (TC-AMO-5,
-decision D-6, finding F-6), by exhaustive search.
+decision D-6, finding F-6), and about the failed record of a cancelled call (finding F-7,
+decisions D-4 and D-20), by exhaustive search.
 
 F-6: passing each call's idempotency key does not make the documented double run harmless,
 because the two runs belong to two calls and carry two keys; a business key shared by every
 call of the tool does; the fence removes the overlap itself (not a repeat after the first run
 ended, which the record's "may still be running" wording warns about); and with time-outs and
 restarts off, no two runs of a single-attempt tool ever overlap.
+
+F-7: a single-attempt call cancelled by its time-out is recorded failed while its tool goes
+on, and the write then lands at the service, after the record; the page's reconcile steps never
+report such a call; the reconcile job with `reconcile_cancelled` reports every one exactly
+once.
+
+D-22, both choices: a write whose framework metadata wrongly claims read-only, in a session
+whose default is non_idempotent_write, runs again after a time-out and applies twice from one
+call when hints may lower the default, and never when the session keeps its default as a floor.
 """
 
 from __future__ import annotations
@@ -19,8 +29,13 @@ from atmostonce.model.explorer import Explorer, Finding
 from atmostonce.model.layout import State
 from atmostonce.model.system import System
 from atmostonce.model.trace import Trace, build
+from atmostonce.spec.policy import EffectClass
 
 _WRITE = parse_tools("non_idempotent_write-approval")
+_HINTED = ModelConfig(workers=2, calls=1, reasks=0, max_attempts=2, crashes=0, partitions=0,
+                      restarts=0, timeouts=1, faults=1, policy_changes=0, reconcile_crashes=0,
+                      tools=parse_tools("non_idempotent_write~read"),
+                      session_default=EffectClass.NON_IDEMPOTENT_WRITE)
 _BASE = ModelConfig(workers=2, calls=1, reasks=1, max_attempts=1, crashes=0, partitions=0,
                     restarts=0, timeouts=1, faults=1, policy_changes=0, reconcile_crashes=0,
                     tools=_WRITE)
@@ -75,8 +90,47 @@ def _search(claim_id: str, statement: str, config: ModelConfig, expect: bool,
     return Claim(claim_id, statement, config, expect, found is not None, result.states, trace)
 
 
+def _cancelled_still_writing(system: System) -> Callable[[State], bool]:
+    """A call recorded failed 'may still be running' whose run has not written yet."""
+    def goal(state: State) -> bool:
+        return any(c[s.CS] == s.C_FAILED and c[s.FK] == s.FK_MAY_STILL
+                   and any(rs == s.R_STARTED for _, rs, _ in system.runs(c[s.RUNS]))
+                   for c in system.calls_of(state))
+    return goal
+
+
+def _cancelled_reported(system: System) -> Callable[[State], bool]:
+    def goal(state: State) -> bool:
+        return any(c[s.CS] == s.C_FAILED and c[s.REP] for c in system.calls_of(state))
+    return goal
+
+
+def _reported_twice(system: System) -> Callable[[State], bool]:
+    def goal(state: State) -> bool:
+        return any(c[s.REP] > 1 for c in system.calls_of(state))
+    return goal
+
+
+def _write_after_failed_record(claim_id: str, statement: str, config: ModelConfig) -> Claim:
+    """The shortest path to a failed record whose run has yet to write, and the write."""
+    system = System(config)
+    explorer = Explorer(system, stop_at_first=False, goal=_cancelled_still_writing(system))
+    result = explorer.run()
+    found = explorer.goal_found
+    trace = None
+    if found is not None:
+        source = explorer.states[found]
+        write = next((succ for succ in system.successors(source) if succ.label[0] == "apply"
+                      and _effects(succ.state) > _effects(source)), None)
+        if write is not None:
+            trace = build(explorer, Finding(claim_id, statement, -1, found, write.label,
+                                            write.state), "witness")
+    return Claim(claim_id, statement, config, True, trace is not None, result.states, trace)
+
+
 def establish() -> list[Claim]:
-    """Run every search of finding F-6; each takes well under a second."""
+    """Run every search of findings F-6 and F-7 and of decision D-22's two choices; each
+    takes well under a second."""
     return [
         _search("F-6a", "with a service that drops repeated idempotency keys, a cancelled run "
                 "and the model's second call of the tool both take effect",
@@ -92,4 +146,22 @@ def establish() -> list[Claim]:
         _search("F-6e", "with time-outs and restarts off (crashes and partitions on), no two "
                 "runs of a single-attempt tool ever overlap",
                 _BASE.with_(timeouts=0, crashes=1, partitions=1, faults=2), False, _overlap),
+        _write_after_failed_record(
+            "F-7a", "a single-attempt call is recorded failed (its attempt timed out, the tool "
+            "may still be running), and then its tool's write lands at the service",
+            _BASE),
+        _search("F-7b", "with the page's reconcile steps, which look only for "
+                "outcome_unknown, no such failed call is ever reported", _BASE, False,
+                _cancelled_reported),
+        _search("F-7c", "with the reconcile job also looking at failed calls whose tool may "
+                "still be running, no call is reported twice, and at every end state each "
+                "such call is reported once", _BASE.with_(reconcile_cancelled=True), False,
+                _reported_twice),
+        _search("D-22a", "when hints may lower the session default (the default), a write "
+                "hinted read-only under a non_idempotent_write default runs in CallTool and "
+                "one call applies it twice", _HINTED, True,
+                lambda _: lambda st: _effects(st) == 2),
+        _search("D-22b", "when the session keeps its default as a floor, that write runs once "
+                "and one call never applies it twice", _HINTED.with_(hints_may_lower=False),
+                False, lambda _: lambda st: _effects(st) == 2),
     ]

@@ -12,16 +12,19 @@ from dataclasses import dataclass, field
 
 from atmostonce.model.layout import (
     CALL_SINGLE,
+    E_CANCELLED,
     E_LOST,
     E_LOST_RESTART,
     E_NOT_REACHED,
     EFFECT_INDEX,
+    FAILURE_INDEX,
     READ_I,
 )
 from atmostonce.model.protocol import Protocol, decision_table
 from atmostonce.model.tables import with_edge
 from atmostonce.spec.errors import SpecError
 from atmostonce.spec.policy import EffectClass
+from atmostonce.spec.records import FailureKind
 
 SINGLE_EFFECTS = (EffectClass.NON_IDEMPOTENT_WRITE, EffectClass.UNCLASSIFIED)
 
@@ -73,6 +76,15 @@ def _succeed_on_loss() -> Protocol:
     return Protocol(decisions=decisions)
 
 
+def _timeout_as_tool_failure() -> Protocol:
+    decisions = decision_table()
+    tool_error = FAILURE_INDEX[FailureKind.TOOL_ERROR]
+    for (effect, end, more, reached), (trigger, _) in list(decisions.items()):
+        if end == E_CANCELLED and trigger == "retry":
+            decisions[(effect, end, more, reached)] = ("tool_failed", tool_error)
+    return Protocol(decisions=decisions)
+
+
 MUTANTS: tuple[ModelMutant, ...] = (
     ModelMutant("retry_non_idempotent", "TC-EFF-NONIDEM",
                 "a non-idempotent write whose worker was lost gets a second attempt",
@@ -120,6 +132,9 @@ MUTANTS: tuple[ModelMutant, ...] = (
     ModelMutant("succeed_on_loss", "TC-REC-SUCC",
                 "a call whose worker was lost is recorded succeeded", "A-SUCCEEDED-RETURNED",
                 _succeed_on_loss),
+    ModelMutant("timeout_as_tool_failure", "TC-REC-FAIL",
+                "a timed-out attempt of a CallTool call is recorded failed as if the tool had "
+                "reported the failure", "A-RECORD-MEANING", _timeout_as_tool_failure),
 )
 
 BY_NAME: Mapping[str, ModelMutant] = {m.name: m for m in MUTANTS}

@@ -19,7 +19,7 @@ from atmostonce.model.layout import Call, State
 from atmostonce.model.system import System
 from atmostonce.spec.policy import EffectClass
 from atmostonce.spec.properties import RECORDS_ALLOWED, Kind, of_kind, record_witness_id
-from atmostonce.spec.records import Record
+from atmostonce.spec.records import FailureKind, Record
 
 INFRASTRUCTURE_ENDS = (s.E_NOT_REACHED, s.E_LOST, s.E_LOST_RESTART, s.E_CANCELLED)
 RECORDS = s.RECORD_OF_STATE
@@ -48,16 +48,16 @@ class Properties:
     def _wanted(self) -> set[str]:
         """The sometimes-properties this configuration can witness."""
         cfg = self.config
-        policies = [t.variant(False) for t in cfg.tools]
+        policies = [cfg.policy_of(t, False) for t in cfg.tools]
         if cfg.policy_changes:
-            policies += [t.variant(True) for t in cfg.tools]
+            policies += [cfg.policy_of(t, True) for t in cfg.tools]
         effects = {v.effect for v in policies}
         wanted = {p.id for p in of_kind(Kind.SOMETIMES) if not p.id.startswith("S-RECORD-")}
         for v in policies:
             for record in RECORDS_ALLOWED[v.effect]:
                 if record is not Record.REJECTED or v.requires_approval:
                     wanted.add(record_witness_id(v.effect, record))
-        single_tools = any(not t.variant(False).retries_allowed for t in cfg.tools)
+        single_tools = any(not cfg.policy_of(t, False).retries_allowed for t in cfg.tools)
         if cfg.fence or not single_tools or not cfg.reasks or not cfg.timeouts or not cfg.faults:
             wanted.discard("S-DOUBLE-RUN")
         if EffectClass.READ not in effects or cfg.max_attempts < 2 or not cfg.faults:
@@ -114,6 +114,9 @@ class Properties:
                         "recorded outcome_unknown, though no attempt reached a worker"))
         if cs in RECORDS and cs != s.C_REJECTED:
             bad.extend(self._exhausted(c, truth.effect))
+        meaning = self._meaning(c, truth.effect)
+        if meaning:
+            bad.append(("A-RECORD-MEANING", meaning))
         if g & s.G_KEYBAD:
             bad.append(("A-SAME-KEY", "an attempt passed a different idempotency key"))
         if natt and truth.requires_approval and not g & s.G_APPROVED:
@@ -136,7 +139,8 @@ class Properties:
                             f"({s.END_NAMES[s.last_end(g)]}), though the engine never gave up "
                             "on it while its worker was alive"))
         if c[s.REP] > 1:
-            bad.append(("E-RECONCILE-ONCE", f"the unknown call was reported {c[s.REP]} times"))
+            kind = "unknown" if cs == s.C_UNKNOWN else "cancelled"
+            bad.append(("E-RECONCILE-ONCE", f"the {kind} call was reported {c[s.REP]} times"))
         return tuple(bad)
 
     def _exhausted(self, c: Call, effect: EffectClass) -> list[tuple[str, str]]:
@@ -158,6 +162,37 @@ class Properties:
                  f"{_a(effect.value)} call out of attempts after a worker reach "
                  f"({s.END_NAMES[end]}) recorded {RECORDS[c[s.CS]].value}, not "
                  f"{RECORDS[expected].value}")]
+
+    def _meaning(self, c: Call, effect: EffectClass) -> str:
+        """A-RECORD-MEANING: what the record tells the model is true of the call (TC-REC-SUCC,
+        TC-REC-FAIL, TC-REC-REJ, TC-REC-UNK), but for the two failed records the page's table
+        does not cover: a read out of attempts after a reach (TC-REC-EXHAUST-READ) and a
+        cancelled single attempt, whose write may still land (D-4, F-7). Empty when it holds."""
+        cs = c[s.CS]
+        g = c[s.G]
+        handed = s.hands(g)
+        if cs == s.C_SUCCEEDED and not g & s.G_OKD:
+            return "recorded succeeded, but the tool returned no result"
+        if cs == s.C_UNKNOWN and not handed:
+            return "recorded outcome_unknown, though no attempt reached a worker"
+        if cs == s.C_REJECTED and (c[s.NATT] or s.runs_started(g)):
+            return "recorded rejected, but the call was attempted"
+        if cs != s.C_FAILED:
+            return ""
+        end = s.last_end(g)
+        reported = end == s.E_TOOL_FAILED
+        if c[s.FK] == s.FAILURE_INDEX[FailureKind.TOOL_ERROR] and not reported:
+            return (f"recorded failed as the tool's own failure, but the attempt "
+                    f"{s.END_NAMES[end]}")
+        if reported or not (handed or s.runs_started(g)):
+            return ""
+        if effect is EffectClass.READ:
+            return ""
+        single = effect in (EffectClass.NON_IDEMPOTENT_WRITE, EffectClass.UNCLASSIFIED)
+        if single and end == s.E_CANCELLED:
+            return ""
+        return (f"recorded failed after an attempt reached a worker ({s.END_NAMES[end]}): the "
+                "tool reported no failure and may have run")
 
     # -- sometimes ------------------------------------------------------------------------------
 
@@ -211,7 +246,7 @@ class Properties:
             if c[s.CS] not in RECORDS:
                 found.append(Violation("E-EVERY-CALL-RECORDED", i,
                                        "the call is stuck without a record"))
-            elif c[s.CS] == s.C_UNKNOWN and c[s.REP] != 1:
+            elif self.system.reconciled(c) and c[s.REP] != 1:
                 found.append(Violation("E-RECONCILE-ONCE", i,
                                        f"the unknown call was reported {c[s.REP]} times"))
         return found
@@ -245,7 +280,7 @@ class Properties:
             r = limit * 20 + 14
         elif cs == s.C_ATTEMPTING:
             r = (limit - c[s.NATT]) * 20 + _ATTEMPT_RANK[c[s.AS]]
-        elif cs == s.C_UNKNOWN:
+        elif self.system.reconciled(c):
             r = 2 - c[s.REP]
         for _, rs, _ in self.system.runs(c[s.RUNS]):
             r += _RUN_RANK[rs]

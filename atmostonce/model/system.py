@@ -78,7 +78,8 @@ class System(Symmetry, WorkerEvents):
         p = self.protocol
         self.workers = config.workers
         self.n_tools = len(config.tools)
-        self.truth = tuple((t.variant(False), t.variant(True)) for t in config.tools)
+        self.truth = tuple((config.policy_of(t, False), config.policy_of(t, True))
+                           for t in config.tools)
         self.effect_of_tool = tuple(EFFECT_INDEX[t.effect] for t in config.tools)
         self.policy_effect = tuple(
             (EFFECT_INDEX[v0.effect], EFFECT_INDEX[v1.effect]) for v0, v1 in self.truth

@@ -72,6 +72,9 @@ def config_json(c: ModelConfig) -> dict[str, Any]:
         "policy_changes": c.policy_changes, "reconcile_crashes": c.reconcile_crashes,
         "tools": [t.name for t in c.tools], "fence": c.fence, "ledger": c.ledger,
         "mutant": c.mutant,
+        **({"reconcile_cancelled": True} if c.reconcile_cancelled else {}),
+        **({"session_default": c.session_default.value} if c.session_default else {}),
+        **({} if c.hints_may_lower else {"hints_may_lower": False}),
     }
 
 
@@ -188,7 +191,7 @@ def describe_call(system: System, c: Call) -> dict[str, Any]:
         out["record"] = record.value
         if c[s.FK]:
             out["error"] = s.FAILURE_OF_INDEX[c[s.FK]].value
-        if record is Record.OUTCOME_UNKNOWN:
+        if record is Record.OUTCOME_UNKNOWN or c[s.REP]:
             out["reports"] = c[s.REP]
     if c[s.ABW] >= 0:
         out["abandoned_run_on_worker"] = c[s.ABW]

@@ -13,10 +13,13 @@ from atmostonce.model.layout import (
     ABW,
     AS,
     AW,
+    C_FAILED,
     C_UNKNOWN,
     CS,
     E_LOST,
     E_LOST_RESTART,
+    FK,
+    FK_MAY_STILL,
     FT,
     JC,
     R_HELD_FAIL,
@@ -125,6 +128,13 @@ class WorkerEvents(CallSteps):
         new_ids = self._each(ids, "restart", -1, notes)
         emit(("restart", -1, -1), gl2, ws2, new_ids, notes, False)
 
+    def reconciled(self, c: Call) -> bool:
+        """Whether the reconcile job looks at call `c`: an outcome_unknown call, and with
+        `reconcile_cancelled` also a failed one whose tool may still be running (D-20)."""
+        if c[CS] == C_UNKNOWN:
+            return True
+        return self.config.reconcile_cancelled and c[CS] == C_FAILED and c[FK] == FK_MAY_STILL
+
     def _emit_reconcile(self, emit: _Emit, gl: tuple[int, ...], ws: tuple[int, ...],
                         ids: tuple[int, ...], calls: list[Call]) -> None:
         """The reconcile job (TC-RCN-ONCE) runs once the turn's calls have records: it reads
@@ -133,7 +143,7 @@ class WorkerEvents(CallSteps):
         again."""
         reads = self.protocol.reconcile_reads_history
         todo = [i for i, c in enumerate(calls)
-                if c[CS] == C_UNKNOWN and (c[REP] == 0 or (not reads and c[REP] < 2))]
+                if self.reconciled(c) and (c[REP] == 0 or (not reads and c[REP] < 2))]
         if not todo:
             return
         sent = list(ids)

@@ -187,10 +187,14 @@ class AsyncClient:
         await self.request("set_policy", tool=tool, policy=codec.policy_json(policy),
                            hints=codec.hints_json(hints))
 
-    async def open_session(self, session_id: str,
-                           default_effect: EffectClass | None = None) -> None:
+    async def open_session(self, session_id: str, default_effect: EffectClass | None = None,
+                           *, hints_may_lower: bool = True) -> None:
+        """Open (or reopen) a session with its default effect; with `hints_may_lower` false,
+        framework metadata cannot make a call less cautious than that default (D-22)."""
+        extra: dict[str, Any] = {} if hints_may_lower else {"hints_may_lower": False}
         await self.request("open_session", session_id=session_id,
-                           default_effect=default_effect.value if default_effect else None)
+                           default_effect=default_effect.value if default_effect else None,
+                           **extra)
 
     async def ask(self, session_id: str, turn_id: str, tool_call_id: str, tool: str,
                   arguments: Arguments = "{}") -> str:
@@ -277,8 +281,10 @@ class Client:
                    hints: ToolHints | None = None) -> None:
         self._run(self._client.set_policy(tool, policy, hints))
 
-    def open_session(self, session_id: str, default_effect: EffectClass | None = None) -> None:
-        self._run(self._client.open_session(session_id, default_effect))
+    def open_session(self, session_id: str, default_effect: EffectClass | None = None, *,
+                     hints_may_lower: bool = True) -> None:
+        self._run(self._client.open_session(session_id, default_effect,
+                                            hints_may_lower=hints_may_lower))
 
     def ask(self, session_id: str, turn_id: str, tool_call_id: str, tool: str,
             arguments: Arguments = "{}") -> str:

@@ -20,6 +20,12 @@ report may or may not have joined the history, and the next run reads the histor
 sends only what is still missing. That is what makes the job exactly-once across reruns and
 across a crash between a send and its return (TC-RCN-ONCE). Runs for one session must not
 overlap: two runs that both read the history before either sent would both report.
+
+With `include_cancelled` a run also reconciles the calls recorded failed because their attempt
+was cancelled while the tool may still have been running (D-4): such a write can land after
+the record (F-7), and the page's steps look only for outcome_unknown. Each report says which
+of the two kinds its call was (D-20). The job is how these calls are found at all: no search
+finds them for the application, because no Step waits on them (TC-RCN-NOSEARCH).
 """
 
 from __future__ import annotations
@@ -31,7 +37,13 @@ from typing import Any, Protocol
 
 from atmostonce.runtime.ledger_client import AsyncLedger
 from atmostonce.spec.errors import SpecError
-from atmostonce.spec.reconcile import pending_reports, report_text, unknown_result
+from atmostonce.spec.reconcile import (
+    CallKind,
+    cancelled_result,
+    pending_reports,
+    report_text,
+    unknown_result,
+)
 from atmostonce.spec.session import AgentSnapshot
 
 OutcomeCheck = Callable[[str, str], Awaitable[str]]
@@ -43,8 +55,8 @@ DEFAULT_SOURCE = "the effect ledger"
 
 
 class SessionMessenger(Protocol):
-    """The two session calls reconcile needs; `atmostonce.runtime.client.AsyncClient`
-    has them."""
+    """The two session calls reconcile needs, with the page's names and shapes
+    (TC-RCN-NAMES); `atmostonce.runtime.client.AsyncClient` has them."""
 
     async def get_agent_snapshot(self, session_id: str) -> AgentSnapshot: ...
 
@@ -53,11 +65,13 @@ class SessionMessenger(Protocol):
 
 @dataclass(frozen=True)
 class Report:
-    """One report sent: the call's key, the text, and whether the session took it."""
+    """One report sent: the call's key, the text, whether the session took it, and which kind
+    of unsettled call it was (D-20)."""
 
     key: str
     text: str
     accepted: bool
+    kind: CallKind = CallKind.OUTCOME_UNKNOWN
 
 
 @dataclass
@@ -72,6 +86,9 @@ class ReconcileRun:
     reports: list[Report] = field(default_factory=list)
     interrupted: str | None = None
     """Why the run stopped before reporting every pending call: rerun it, never retry."""
+    cancelled: int = 0
+    """With `include_cancelled`: failed calls whose tool may still have been running (D-20);
+    `already_reported` counts both kinds."""
 
     @property
     def complete(self) -> bool:
@@ -79,8 +96,10 @@ class ReconcileRun:
 
     def as_json(self) -> dict[str, object]:
         return {"session": self.session_id, "unknown": self.unknown,
+                "cancelled": self.cancelled,
                 "already_reported": self.already_reported,
-                "reported": [{"key": r.key, "text": r.text, "accepted": r.accepted}
+                "reported": [{"key": r.key, "kind": r.kind.value, "text": r.text,
+                              "accepted": r.accepted}
                              for r in self.reports],
                 "interrupted": self.interrupted}
 
@@ -90,20 +109,30 @@ def unknown_calls(snapshot: AgentSnapshot) -> int:
     return len({(m.turn_id, m.tool_call_id) for m in snapshot.messages if unknown_result(m)})
 
 
+def cancelled_calls(snapshot: AgentSnapshot) -> int:
+    """How many distinct calls the history shows failed while the tool may still be running
+    (D-20)."""
+    return len({(m.turn_id, m.tool_call_id) for m in snapshot.messages if cancelled_result(m)})
+
+
 async def report_unknown_outcomes(sessions: SessionMessenger, session_id: str,
                                   check: OutcomeCheck, source: str = DEFAULT_SOURCE, *,
-                                  require_session: bool = False) -> ReconcileRun:
+                                  require_session: bool = False,
+                                  include_cancelled: bool = False) -> ReconcileRun:
     """One run of the job for `session_id` (see the module docstring). A failure to read the
     history propagates; a failed check or send ends the run with `interrupted` set. With
     `require_session`, a session the history shows nothing of is a SpecError (see
-    `shows_nothing`)."""
+    `shows_nothing`); with `include_cancelled`, failed calls whose tool may still have been
+    running are reconciled too (D-20)."""
     snapshot = await sessions.get_agent_snapshot(session_id)
     if require_session and shows_nothing(snapshot):
         raise SpecError(f"no session named {session_id!r}: the server shows no call and no "
                         "message of it")
-    pending = pending_reports(session_id, snapshot.messages)
+    pending = pending_reports(session_id, snapshot.messages, include_cancelled)
     unknown = unknown_calls(snapshot)
-    run = ReconcileRun(session_id, unknown, unknown - len(pending))
+    cancelled = cancelled_calls(snapshot) if include_cancelled else 0
+    run = ReconcileRun(session_id, unknown, unknown + cancelled - len(pending),
+                       cancelled=cancelled)
     for call in pending:
         try:
             finding = await check(call.key, call.tool_arguments)
@@ -117,7 +146,7 @@ async def report_unknown_outcomes(sessions: SessionMessenger, session_id: str,
             run.interrupted = (f"the report of {call.key} may or may not have reached the "
                                f"session ({_reason(error)}); run the job again")
             return run
-        run.reports.append(Report(call.key, text, accepted))
+        run.reports.append(Report(call.key, text, accepted, call.kind))
         if not accepted:
             run.interrupted = f"the session {session_id!r} refused the report of {call.key}"
             return run

@@ -37,7 +37,8 @@ A client sends requests, each with its own `id`, and gets exactly one reply each
 
     {"id": I, "op": "set_policy", "tool": T, "policy": {"effect", "requires_approval"} | null,
      "hints": {"read_only", "idempotent", "destructive"} | null}
-    {"id": I, "op": "open_session", "session_id": S, "default_effect": E | null}
+    {"id": I, "op": "open_session", "session_id": S, "default_effect": E | null,
+     "hints_may_lower"?: bool (D-22, default true)}
     {"id": I, "op": "ask", "session_id", "turn_id", "tool_call_id", "tool", "arguments": TEXT}
                                       -> result {"key": K}
     {"id": I, "op": "answer", "key": K, "approve": BOOL}
@@ -274,8 +275,9 @@ class Server(Driver):
         if problem is not None:
             raise SpecError(f"session id {session_id!r} {problem}; it is the first part of "
                             "every idempotency key")
-        self.feed(OpenSession(self.clock(), session_id, codec.effect(message,
-                                                                      "default_effect")))
+        lowers = codec.optional_flag(message, "hints_may_lower")
+        self.feed(OpenSession(self.clock(), session_id, codec.effect(message, "default_effect"),
+                              lowers is not False))
         self._when_durable(link, request_id, {})
 
     def _op_ask(self, link: ClientLink, request_id: object, message: Message) -> None:

@@ -9,11 +9,12 @@ service it writes to, and a behaviour tests can tune.
 | `notify_customer` | none, so unclassified                    | plain                         |
 
 A run waits `write_at` seconds, writes to the effect ledger with the call's idempotency key
-(TC-KEY-1, TC-KEY-3), waits out the rest of `duration`, then returns a result or, with `fail`,
-reports a failure (D-3). Defaults come from the registry, the worker's command line
-(`--duration TOOL=S`, `--write-at TOOL=S`, `--fail TOOL`, `--stop-on-cancel TOOL`) overrides them
-per tool, and a call's own JSON arguments `duration`, `write_at` and `fail` override them per
-call. Cancellation is cooperative (TC-AMO-3): only a tool told `stop_on_cancel` looks at it,
+(TC-KEY-1, TC-KEY-3, TC-KEY-PASS: the key goes to the service the tool writes to), waits out
+the rest of `duration`, then returns a result or, with `fail`, reports a failure (D-3).
+Defaults come from the registry, the worker's command line (`--duration TOOL=S`,
+`--write-at TOOL=S`, `--fail TOOL`, `--stop-on-cancel TOOL`) overrides them per tool, and a
+call's own JSON arguments `duration`, `write_at` and `fail` override them per call.
+Cancellation is cooperative (TC-AMO-3): only a tool told `stop_on_cancel` looks at it,
 and only before its write.
 """
 
@@ -98,6 +99,8 @@ TOOLS: Mapping[str, DemoTool] = {t.name: t for t in (
              Service.KEYED, "refunds an order; the payment service drops a repeated key",
              lambda a, w: {"order_id": _order(a), "amount": a.get("amount", 10),
                            "refund": "applied" if w is None or w.applied else "already applied"}),
+    # TC-APR-EXAMPLE: the quick start's cancel_order, requires_approval unset, so every call
+    # of it waits for approval.
     DemoTool("cancel_order", ToolPolicy(EffectClass.NON_IDEMPOTENT_WRITE), Service.PLAIN,
              "cancels an order; the order service applies every request",
              lambda a, _: {"order_id": _order(a), "cancelled": True}),

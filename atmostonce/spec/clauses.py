@@ -78,6 +78,8 @@ _CLAUSES: tuple[Clause, ...] = (
           "separated by '/'."),
     _page("TC-KEY-3", _EFF, "A tool whose service discards a repeated key should be classified "
           "idempotent_write, which lets the engine retry it."),
+    _page("TC-KEY-PASS", _EFF, "The tool passes its call's idempotency key to the service it "
+          "writes to."),
     # Require approval.
     _page("TC-APR-1", _APR, "A policy holds two fields: the effect class and requires_approval."),
     _page("TC-APR-2", _APR, "With requires_approval unset, reads and idempotent writes run without "
@@ -91,6 +93,8 @@ _CLAUSES: tuple[Clause, ...] = (
     _page("TC-SNAP-1", _APR, "A recorded call keeps the effect class and approval rule in force at "
           "the moment the model asked for it."),
     _page("TC-SNAP-2", _APR, "A policy change affects only calls asked after it."),
+    _page("TC-APR-EXAMPLE", _APR, "In the quick start, cancel_order is a non_idempotent_write "
+          "with requires_approval unset, so every call of it waits for approval."),
     # Tool call outcomes.
     _page("TC-REC-1", _OUT, "Every tool call ends with exactly one of four records."),
     _page("TC-REC-SUCC", _OUT, "succeeded means the tool returned a result."),
@@ -142,6 +146,16 @@ _CLAUSES: tuple[Clause, ...] = (
           "the user's words."),
     _page("TC-RCN-ONCE", _RCN, "A reconcile run reads the history first and skips calls whose key "
           "a user message already names, so rerunning it is safe and a send is never retried."),
+    _page("TC-RCN-NEXT", _RCN, "The next turn's model works from the report and does not ask "
+          "for the call again when it already took effect."),
+    _page("TC-RCN-NOSEARCH", _RCN, "No search finds these calls, since no Step waits on them: "
+          "the steps run from a support tool or a small job the application starts when it "
+          "sees the status."),
+    _page("TC-RCN-NAMES", _RCN, "The reconcile example works with OUTCOME_UNKNOWN_TOOL_RESULT "
+          "in a tool result's output, an AgentSnapshot of messages with a MessageRole, turn and "
+          "tool call ids, tool output and arguments, get_agent_snapshot(session) and "
+          "send_user_message(session, text) returning whether the session took it, and a check "
+          "(key, tool arguments as JSON) returning the text to report."),
     # Open decisions.
     _decision(
         "D-1", _APR, "Which effect class applies when a tool has no ToolPolicy?",
@@ -246,6 +260,61 @@ _CLAUSES: tuple[Clause, ...] = (
         "is longer than the lease, so a run is over by the time its attempt is recorded lost.",
         "Without it a partition would be a second, undocumented way to run a write twice: the "
         "model asks again after outcome_unknown while the lost run still goes on.",
+    ),
+    _finding(
+        "F-7", _TWICE, "Can a call recorded failed take effect after its record, unseen by "
+        "reconcile?",
+        "Yes. A single-attempt call whose attempt times out is recorded failed (D-4) while its "
+        "tool goes on, and its write can land after the record (F-7a, shortest trace: ask, "
+        "hand-out, go-ahead, time-out, write). The page's outcome table says failed means the "
+        "tool reported a failure or the engine knows it did not run, yet here neither holds; "
+        "and its reconcile steps look only for outcome_unknown, so no one reports the write "
+        "(F-7b). Decision: keep D-4's failed record with its 'may still be running' error, "
+        "name it as one of the two exceptions of A-RECORD-MEANING, and let reconcile include "
+        "such calls on request (D-20), which reports each exactly once (F-7c).",
+        "The page's exception paragraph says in so many words that the engine records the "
+        "failure of a cancelled attempt and the turn moves on with it, so recording "
+        "outcome_unknown would contradict the page; the error already warns the model that "
+        "calling again can repeat the effect. What was missing is a way to learn the real "
+        "outcome. Established by exhaustive search on every `atmostonce check` "
+        "(atmostonce.model.findings) and reproduced on the real runtime.",
+    ),
+    _decision(
+        "D-20", _RCN, "How does an application learn the real outcome of a failed call whose "
+        "tool may still have been running?",
+        "`atmostonce reconcile --include-cancelled` (library: report_unknown_outcomes(..., "
+        "include_cancelled=True)) also reconciles failed calls whose tool result says the "
+        "attempt was cancelled and the tool may still be running, with the same steps and the "
+        "same '(tool call KEY)' marker, so each is reported once however often the job runs; "
+        "each report names its kind, outcome_unknown or failed_may_still_be_running. Off by "
+        "default.",
+        "The page's steps name only outcome_unknown, so the default follows them; F-7 shows "
+        "that a cancelled write can land after its failed record, and the application needs "
+        "the same way to settle it.",
+    ),
+    _decision(
+        "D-21", _RCN, "How does reconcile tell that a user message already reported a call?",
+        "Only by the report's own form '(tool call KEY)', KEY being the whole run of non-space "
+        "characters before the closing parenthesis; the key appearing elsewhere in a message, "
+        "or inside a longer key, does not count.",
+        "The page's example tests whether the key occurs anywhere in the user messages, so the "
+        "key of call-1 is found inside the report of call-12 and call-1 is never reported; a "
+        "user quoting a key in their own words would silence its report too.",
+    ),
+    _decision(
+        "D-22", _APR, "May framework metadata (an MCP readOnlyHint, say) lower the session's "
+        "default effect?",
+        "Yes by default, as D-1 orders them: a hint beats the session default. A session "
+        "opened with hints_may_lower false keeps its default as a floor: a hint may make a call "
+        "more cautious than the default (read, then idempotent_write, then "
+        "non_idempotent_write and unclassified) but never less, so a readOnlyHint can no "
+        "longer remove the approval and the single attempt a cautious default gives.",
+        "The page puts the policy above both and says nothing between them; a hint is a "
+        "statement about the one tool, more specific than a session-wide default, and sessions "
+        "rely on hints today. But a hint is a claim made by whoever wrote the tool's server, "
+        "which a session may not trust: the model shows a write hinted read-only under a "
+        "cautious default applied twice by one call when the hint may lower the default, and "
+        "never with the floor, so a session that does not trust its tools' metadata can say so.",
     ),
 )
 

@@ -1,6 +1,6 @@
 """Tool policies: effect classes, approval defaults, and how a call's effective policy is resolved.
 
-Clause ids: TC-POL-*, TC-EFF-*, TC-APR-*, TC-SNAP-*, decisions D-1 and D-11.
+Clause ids: TC-POL-*, TC-EFF-*, TC-APR-*, TC-SNAP-*, decisions D-1, D-11 and D-22.
 """
 
 from __future__ import annotations
@@ -66,6 +66,15 @@ APPROVAL_DEFAULT_BY_EFFECT: Mapping[EffectClass, bool] = {
     EffectClass.UNCLASSIFIED: True,
 }
 
+
+# D-22: how cautious each effect class is; with hints_may_lower false, framework metadata may
+# not pick a class less cautious than the session's default.
+CAUTION: Mapping[EffectClass, int] = {
+    EffectClass.READ: 0,
+    EffectClass.IDEMPOTENT_WRITE: 1,
+    EffectClass.NON_IDEMPOTENT_WRITE: 2,
+    EffectClass.UNCLASSIFIED: 2,
+}
 
 def step_for(effect: EffectClass) -> Step:
     """The Step that runs calls of `effect` (TC-EFF-READ, TC-EFF-IDEM, TC-EFF-NONIDEM, TC-EFF-UNCL).
@@ -198,17 +207,24 @@ def choose_effect(
     policy_effect: EffectClass | None,
     hinted_effect: EffectClass | None,
     session_default: EffectClass | None,
+    hints_may_lower: bool = True,
 ) -> tuple[EffectClass, PolicySource]:
-    """Pick the effect class by precedence: policy, framework metadata, session default (D-1).
+    """Pick the effect class by precedence: policy, framework metadata, session default (D-1);
+    unless `hints_may_lower`, metadata less cautious than the session default loses (D-22).
 
     post: policy_effect is None or __return__ == (policy_effect, PolicySource.TOOL_POLICY)
-    post: policy_effect is not None or hinted_effect is None or __return__[0] is hinted_effect
+    post: policy_effect is not None or hinted_effect is None or not hints_may_lower or __return__[0] is hinted_effect
+    post: hints_may_lower or policy_effect is not None or session_default is None or CAUTION[__return__[0]] >= CAUTION[session_default]
+    post: policy_effect is not None or hinted_effect is None or __return__[0] in (hinted_effect, session_default)
     post: (__return__[1] is PolicySource.FALLBACK) == (policy_effect is None and hinted_effect is None and session_default is None)
     post: __return__[1] is not PolicySource.FALLBACK or __return__[0] is EffectClass.UNCLASSIFIED
     """
     if policy_effect is not None:
         return policy_effect, PolicySource.TOOL_POLICY
     if hinted_effect is not None:
+        if (not hints_may_lower and session_default is not None
+                and CAUTION[hinted_effect] < CAUTION[session_default]):
+            return session_default, PolicySource.SESSION_DEFAULT
         return hinted_effect, PolicySource.FRAMEWORK_METADATA
     if session_default is not None:
         return session_default, PolicySource.SESSION_DEFAULT
@@ -232,21 +248,27 @@ def resolve_policy(
     policy: ToolPolicy | None,
     hints: ToolHints | None = None,
     session_default: EffectClass | None = None,
+    hints_may_lower: bool = True,
 ) -> EffectivePolicy:
-    """The effective policy of a call asked now: every tool gets one (TC-POL-1, TC-APR-5, D-1)."""
+    """The effective policy of a call asked now: every tool gets one (TC-POL-1, TC-APR-5, D-1).
+
+    `hints_may_lower` is the session's choice of D-22: true (the default) lets framework
+    metadata lower the session's default effect, false keeps the default as a floor."""
     if policy is not None and not isinstance(policy, ToolPolicy):
         raise SpecError(f"policy must be a ToolPolicy or unset, got {type(policy).__name__}")
     if hints is not None and not isinstance(hints, ToolHints):
         raise SpecError(f"hints must be ToolHints or unset, got {type(hints).__name__}")
     if session_default is not None:
         session_default = EffectClass.parse(session_default)
+    if not isinstance(hints_may_lower, bool):
+        raise SpecError(f"hints_may_lower must be true or false, got {hints_may_lower!r}")
     hinted = (
         effect_from_hints(hints.read_only, hints.idempotent, hints.destructive)
         if hints is not None
         else None
     )
     effect, source = choose_effect(
-        policy.effect if policy is not None else None, hinted, session_default
+        policy.effect if policy is not None else None, hinted, session_default, hints_may_lower
     )
     approval = choose_approval(effect, policy.requires_approval if policy is not None else None)
     return EffectivePolicy(effect, approval, source)

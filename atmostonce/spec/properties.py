@@ -81,6 +81,16 @@ _PROPERTIES: tuple[Property, ...] = (
             "a call out of attempts after a worker reach records failed for a read and "
             "outcome_unknown for another class", "TC-REC-EXHAUST-READ", "TC-REC-EXHAUST-OTHER",
             "D-9"),
+    _always("A-RECORD-MEANING",
+            "each record means what the page's table says (succeeded: the tool returned; "
+            "failed: the tool reported a failure or no attempt reached a worker; rejected: a "
+            "person or the deadline, no attempt; outcome_unknown: an attempt reached a worker), "
+            "with two failed records excepted: a read out of attempts after a worker reach, "
+            "which the page itself records failed and which has no effect to hide, and a "
+            "cancelled single attempt, whose write may land after the record (D-4, F-7) and "
+            "which reconcile --include-cancelled settles (D-20)",
+            "TC-REC-SUCC", "TC-REC-FAIL", "TC-REC-REJ", "TC-REC-UNK", "TC-REC-EXHAUST-READ",
+            "D-4", "F-7", "D-20"),
     _always("A-RETRY-CLASSES", "only reads and idempotent writes get a second attempt",
             "TC-POL-2", "TC-REC-RETRY", "TC-EFF-READ", "TC-EFF-IDEM"),
     _always("A-SAME-KEY", "every attempt of a call passes the same idempotency key",
@@ -117,8 +127,9 @@ _PROPERTIES: tuple[Property, ...] = (
     ),
     _eventually("E-EVERY-CALL-RECORDED", "every call gets a record", "TC-REC-1"),
     _eventually("E-RECONCILE-ONCE",
-                "reconcile reports each outcome_unknown call exactly once, however often it runs",
-                "TC-RCN-ONCE", "TC-RCN-TELL"),
+                "reconcile reports each outcome_unknown call exactly once, however often it runs "
+                "(with --include-cancelled also each failed call whose tool may still be running)",
+                "TC-RCN-ONCE", "TC-RCN-TELL", "D-20"),
 )
 
 PROPERTIES: Mapping[str, Property] = {p.id: p for p in _PROPERTIES}

@@ -87,8 +87,12 @@ class SetPolicy(Event):
 
 @dataclass(frozen=True)
 class OpenSession(Event):
+    """A session opened with its default effect and its choice of D-22: whether framework
+    metadata may lower that default (`hints_may_lower`, true unless the session says not)."""
+
     session_id: str
     default_effect: EffectClass | None = None
+    hints_may_lower: bool = True
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,9 @@
 """The session API's shapes: the snapshot, messages, the tool result text and finished events.
 
-Clause ids: TC-REC-2, TC-RCN-1, TC-RCN-FIND.
+The names and shapes are those the page's reconcile example is written against (TC-RCN-NAMES):
+`OUTCOME_UNKNOWN_TOOL_RESULT` in a tool result's output, an `AgentSnapshot` whose messages carry
+a `MessageRole`, their text, turn and tool call ids, tool output and arguments.
+Clause ids: TC-REC-2, TC-RCN-1, TC-RCN-FIND, TC-RCN-NAMES.
 """
 
 from __future__ import annotations
@@ -8,7 +11,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from atmostonce.spec.records import Outcome, Record
+from atmostonce.spec.records import FailureKind, Outcome, Record, failure_text
 
 
 class ToolCallStatus(enum.Enum):
@@ -38,6 +41,12 @@ class MessageRole(enum.Enum):
 
 # TC-RCN-1, TC-RCN-FIND: the marker a tool result carries when the outcome is unknown.
 OUTCOME_UNKNOWN_TOOL_RESULT = "[outcome_unknown] the tool may or may not have taken effect"
+
+# D-20, F-7: how the tool result of a failed call opens when the tool may still be running (a
+# cancelled or timed-out attempt, D-4); `reconcile --include-cancelled` looks for it.
+MAY_STILL_BE_RUNNING_TOOL_RESULT = (
+    f"{Record.FAILED.value}: {failure_text(FailureKind.MAY_STILL_BE_RUNNING)}"
+)
 
 
 @dataclass(frozen=True)

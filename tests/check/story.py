@@ -50,8 +50,9 @@ class Story:
         policy = ToolPolicy(effect, approval) if effect is not None else None
         self.add(h.PolicySet(self.now(), tool, policy, hints))
 
-    def session(self, session_id: str = "s", default: EffectClass | None = None) -> None:
-        self.add(h.SessionOpened(self.now(), session_id, default))
+    def session(self, session_id: str = "s", default: EffectClass | None = None,
+                hints_may_lower: bool | None = None) -> None:
+        self.add(h.SessionOpened(self.now(), session_id, default, hints_may_lower))
 
     def ask(self, tool: str, call: str, turn: str = "t1", session: str = "s") -> str:
         key = f"{session}/{turn}/{call}"

@@ -10,6 +10,7 @@ import pytest
 from atmostonce.check import history as h
 from atmostonce.check.checkers import History
 from atmostonce.spec.approval import REPLY_TEXT, ApprovalReply
+from atmostonce.spec.policy import ToolHints
 from atmostonce.spec.properties import Kind, of_kind
 from atmostonce.spec.protocol import ExecutorConfig
 from tests.check.story import (
@@ -19,6 +20,7 @@ from tests.check.story import (
     MAY_STILL_RUN,
     NONIDEM,
     READ,
+    TOOL_ERROR,
     UNKNOWN,
     S,
     Story,
@@ -278,6 +280,54 @@ def test_a_exhausted_record_catches_a_retrying_call_that_gives_up_early() -> Non
     assert "after 1 of its 3 attempts" in messages[0]
 
 
+@pytest.mark.clause("TC-REC-FAIL", "D-3")
+def test_a_record_meaning_catches_a_timed_out_attempt_recorded_as_the_tools_failure() -> None:
+    s = Story()
+    s.policy("update", IDEM)
+    s.session()
+    key = s.ask("update", "c1")
+    s.hand(key, "a1", "w1", "update")
+    s.timed_out(key, "a1")
+    s.publish(key, S.FAILED, TOOL_ERROR)
+    messages = [v.message for v in s.check() if v.property == "A-RECORD-MEANING"]
+    assert messages
+    assert "no run of the tool reported one" in messages[0]
+
+
+@pytest.mark.clause("TC-REC-FAIL", "TC-REC-UNK")
+def test_a_record_meaning_catches_a_lost_idempotent_write_recorded_failed() -> None:
+    s = Story(ExecutorConfig(max_attempts=1))
+    s.policy("update", IDEM)
+    s.session()
+    key = s.ask("update", "c1")
+    s.hand(key, "a1", "w1", "update")
+    s.lost("w1")
+    s.publish(key, S.FAILED, MAY_HAVE_RUN)
+    assert "A-RECORD-MEANING" in s.properties()
+
+
+@pytest.mark.clause("F-7", "D-4", "TC-REC-FAIL", "TC-REC-EXHAUST-READ")
+def test_a_record_meaning_excepts_the_cancelled_single_attempt_whose_write_lands_later(
+        ) -> None:
+    s = Story(ExecutorConfig(max_attempts=1))
+    s.policy("send", NONIDEM, False)
+    s.policy("search", READ)
+    s.session()
+    key = s.ask("send", "c1")
+    s.hand(key, "a1", "w1", "send")
+    run = s.run(key, "a1", "w1", "send")
+    s.timed_out(key, "a1")
+    s.cancel("w1", "a1")
+    s.publish(key, S.FAILED, MAY_STILL_RUN)
+    s.apply(run, key)
+    s.end(run)
+    read = s.ask("search", "c2")
+    s.hand(read, "a2", "w2", "search")
+    s.lost("w2")
+    s.publish(read, S.FAILED, MAY_HAVE_RUN)
+    assert "A-RECORD-MEANING" not in s.properties()
+
+
 @pytest.mark.clause("TC-POL-2", "TC-REC-RETRY", "TC-EFF-READ", "TC-EFF-IDEM", "D-3")
 def test_a_retry_classes_catches_a_retry_after_the_tool_reported_a_failure() -> None:
     s = Story()
@@ -349,6 +399,19 @@ def test_a_policy_snapshot_catches_a_call_that_follows_a_later_policy() -> None:
     s.waits(key)
     s.snapshot(key, S.AWAITING_APPROVAL)
     assert "A-POLICY-SNAPSHOT" in s.properties()
+
+
+@pytest.mark.clause("D-22")
+@pytest.mark.parametrize("lowers", [None, False])
+def test_a_policy_snapshot_judges_a_hinted_call_by_the_sessions_choice_of_d22(
+        lowers: bool | None) -> None:
+    s = Story()
+    s.policy("lookup", None, hints=ToolHints(read_only=True))
+    s.session(default=NONIDEM, hints_may_lower=lowers)
+    key = s.ask("lookup", "c1")
+    s.waits(key)
+    s.snapshot(key, S.AWAITING_APPROVAL)
+    assert ("A-POLICY-SNAPSHOT" in s.properties()) is (lowers is None)
 
 
 @pytest.mark.clause("TC-SNAP-1", "TC-SNAP-2")

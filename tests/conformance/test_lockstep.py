@@ -11,7 +11,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from atmostonce.check.conformance import Lockstep, replay_schedules, schedules
 from atmostonce.executor import reference
 from atmostonce.model.check import DEFAULT
-from atmostonce.model.config import ModelConfig
+from atmostonce.model.config import ModelConfig, parse_tools
 from atmostonce.model.explorer import Explorer
 from atmostonce.model.system import System
 from atmostonce.spec.policy import EffectClass
@@ -105,3 +105,18 @@ ExecutorMatchesModel.TestCase.settings = settings(
     max_examples=60, stateful_step_count=40, deadline=None)
 TestExecutorMatchesModel = pytest.mark.clause("TC-REC-1", "TC-AMO-3", "D-4")(
     ExecutorMatchesModel.TestCase)
+
+
+@pytest.mark.clause("D-22", "D-1")
+@pytest.mark.parametrize("lowers", [True, False], ids=["hints-lower", "default-is-a-floor"])
+def test_d22_both_choices_agree_with_the_model_on_a_tool_with_a_wrong_read_only_hint(
+        lowers: bool) -> None:
+    config = ModelConfig(workers=2, calls=1, reasks=0, max_attempts=2, crashes=0,
+                         partitions=1, restarts=0, timeouts=1, faults=1, policy_changes=1,
+                         reconcile_crashes=0, tools=parse_tools("non_idempotent_write~read"),
+                         session_default=EffectClass.NON_IDEMPOTENT_WRITE,
+                         hints_may_lower=lowers)
+    result = replay_schedules(config, reference, depth=8)
+    assert result.schedules > 20
+    assert result.disagreements == [], result.disagreements[:1]
+    assert result.breaches == [], result.breaches[:1]

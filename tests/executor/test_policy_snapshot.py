@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from atmostonce.spec.policy import EffectClass, ToolHints
-from atmostonce.spec.protocol import TimerKind
+from atmostonce.spec.protocol import OpenSession, SetPolicy, TimerKind
 from atmostonce.spec.session import ToolCallStatus
 from tests.executor.driver import Driver
 
@@ -89,3 +89,35 @@ def test_a_tool_nobody_registered_is_unclassified_in_an_unopened_session() -> No
     assert d.view(key, "fresh").status is ToolCallStatus.AWAITING_APPROVAL
     assert d.entries("ask")[0]["effect"] == "unclassified"
     assert d.entries("session")[0]["session_id"] == "fresh"
+
+
+@pytest.mark.clause("D-22", "D-1")
+def test_d22_a_session_keeps_its_default_as_a_floor_also_after_a_restart() -> None:
+    d = Driver()
+    d.policy("lookup", hints=ToolHints(read_only=True))
+    d.send(OpenSession(d.now, "trusting", NONIDEM))
+    d.send(OpenSession(d.now, "wary", NONIDEM, hints_may_lower=False))
+    trusted = d.ask("lookup", "c1", session="trusting")
+    wary = d.ask("lookup", "c1", session="wary")
+    assert d.view(trusted, "trusting").status is ToolCallStatus.RUNNING
+    assert d.view(wary, "wary").status is ToolCallStatus.AWAITING_APPROVAL
+    assert [e.get("hints_may_lower") for e in d.entries("session")] == [None, False]
+    d.restart()
+    later = d.ask("lookup", "c2", session="wary")
+    assert d.view(later, "wary").status is ToolCallStatus.AWAITING_APPROVAL
+    again = d.ask("lookup", "c2", session="trusting")
+    assert d.view(again, "trusting").status is ToolCallStatus.RUNNING
+
+
+@pytest.mark.clause("TC-APR-EXAMPLE")
+def test_every_call_of_the_quick_starts_cancel_order_waits_for_approval() -> None:
+    from atmostonce.runtime.tools import TOOLS
+
+    d = Driver()
+    d.open()
+    policy = TOOLS["cancel_order"].policy
+    assert policy is not None
+    d.send(SetPolicy(d.now, "cancel_order", policy))
+    keys = [d.ask("cancel_order", f"c{i}") for i in range(3)]
+    assert {d.view(k).status for k in keys} == {ToolCallStatus.AWAITING_APPROVAL}
+    assert d.poll("w1") is None

@@ -111,3 +111,17 @@ def test_a_second_ask_with_the_same_key_is_ignored() -> None:
     assert d.send(Ask(d.now, "s1", "t1", "c1", "other")) == []
     assert len(d.snapshot().tool_calls) == 1
     assert sum(isinstance(c, Persist) and c.entry["type"] == "ask" for c in d.log) == 1
+
+
+@pytest.mark.clause("TC-RCN-NOSEARCH", "TC-RCN-1")
+def test_nothing_waits_on_an_unknown_call_so_only_a_reconcile_job_finds_it() -> None:
+    d, keys = mixed()
+    unknown = keys[2]
+    assert d.view(unknown).status is ToolCallStatus.OUTCOME_UNKNOWN
+    assert not any(unknown in subject for _, subject in d.timers)
+    d.connect("w3")
+    go = d.poll("w3")
+    assert go is None or go.key != unknown
+    messages = d.snapshot().messages
+    assert not any(m.role is MessageRole.USER for m in messages)
+    assert [p.key for p in pending_reports("s1", messages)] == [unknown]

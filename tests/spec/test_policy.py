@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from atmostonce.spec.errors import SpecError
 from atmostonce.spec.policy import (
+    CAUTION,
     EffectClass,
     EffectivePolicy,
     PolicySource,
@@ -176,3 +177,57 @@ def test_bad_policy_input_raises_one_line_spec_error(
         build()
     assert message in str(raised.value)
     assert "\n" not in str(raised.value)
+
+
+@pytest.mark.clause("D-22", "D-1", "TC-APR-5")
+def test_d22_by_default_a_read_only_hint_lowers_a_cautious_session_default() -> None:
+    hints = ToolHints.from_mcp({"readOnlyHint": True})
+    lowered = resolve_policy(None, hints, EffectClass.NON_IDEMPOTENT_WRITE)
+    assert (lowered.effect, lowered.source) == (EffectClass.READ,
+                                                PolicySource.FRAMEWORK_METADATA)
+    assert (lowered.requires_approval, lowered.step) == (False, Step.CALL_TOOL)
+
+
+@pytest.mark.clause("D-22")
+def test_d22_a_session_that_keeps_its_default_as_a_floor_keeps_approval_and_one_attempt(
+        ) -> None:
+    hints = ToolHints.from_mcp({"readOnlyHint": True})
+    kept = resolve_policy(None, hints, EffectClass.NON_IDEMPOTENT_WRITE, hints_may_lower=False)
+    assert (kept.effect, kept.source) == (EffectClass.NON_IDEMPOTENT_WRITE,
+                                          PolicySource.SESSION_DEFAULT)
+    assert (kept.requires_approval, kept.step) == (True, Step.CALL_SINGLE_ATTEMPT_TOOL)
+    policy = resolve_policy(ToolPolicy(EffectClass.READ), hints, EffectClass.UNCLASSIFIED,
+                            hints_may_lower=False)
+    assert policy.source is PolicySource.TOOL_POLICY
+
+
+@pytest.mark.clause("D-22")
+@given(effects, st.sampled_from([None, *EffectClass]), st.booleans())
+def test_d22_a_hint_may_raise_caution_above_the_default_and_lowers_it_only_if_allowed(
+        hinted: EffectClass, default: EffectClass | None, lowers: bool) -> None:
+    if hinted is EffectClass.UNCLASSIFIED:
+        return
+    hints = {EffectClass.READ: ToolHints(read_only=True),
+             EffectClass.IDEMPOTENT_WRITE: ToolHints(idempotent=True),
+             EffectClass.NON_IDEMPOTENT_WRITE: ToolHints(read_only=False)}[hinted]
+    resolved = resolve_policy(None, hints, default, hints_may_lower=lowers)
+    if lowers or default is None or CAUTION[hinted] >= CAUTION[default]:
+        assert (resolved.effect, resolved.source) == (hinted, PolicySource.FRAMEWORK_METADATA)
+    else:
+        assert (resolved.effect, resolved.source) == (default, PolicySource.SESSION_DEFAULT)
+
+
+def test_d22_hints_may_lower_must_be_a_boolean() -> None:
+    with pytest.raises(SpecError, match="hints_may_lower must be true or false"):
+        resolve_policy(None, None, None, hints_may_lower="no")  # type: ignore[arg-type]
+
+
+@pytest.mark.clause("TC-APR-EXAMPLE", "TC-APR-2")
+def test_the_quick_starts_cancel_order_waits_for_approval_on_every_call() -> None:
+    from atmostonce.runtime.tools import TOOLS
+
+    cancel = TOOLS["cancel_order"].policy
+    assert cancel == ToolPolicy(EffectClass.NON_IDEMPOTENT_WRITE)
+    assert cancel.requires_approval is None
+    resolved = resolve_policy(cancel)
+    assert (resolved.requires_approval, resolved.step) == (True, Step.CALL_SINGLE_ATTEMPT_TOOL)
