@@ -43,8 +43,11 @@ def register(subparsers: Any) -> None:
         "their connection and come back, a server that restarts, tool runs that time out, "
         "people who answer late, a model that asks again. Every history is checked online "
         "against the spec's properties; prints which records appear per effect class, the "
-        "double runs, retries, and every violation with the command that replays it. Exit 0 "
-        "when no property broke, 1 otherwise, 2 on bad input.",
+        "double runs, retries, and every violation with the command that replays it. With "
+        "--scenario FILE.toml it runs your own agent instead (your tools, their durations and "
+        "failure rates, your executor settings and fault rates) and reports per tool; --sweep "
+        "runs that scenario once per value of one setting. Exit 0 when no property broke, 1 "
+        "otherwise, 2 on bad input.",
         epilog=f"Profiles: {profiles}.",
     )
     simulate.add_argument("--seeds", type=arguments.CountUpTo(MAX_SEEDS), default=100,

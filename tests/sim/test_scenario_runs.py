@@ -160,3 +160,19 @@ def test_fault_rates_are_per_hour_and_per_worker() -> None:
                   if f.target == 0 and f.kind is first.kind)
     assert sooner.at - 0.5 == pytest.approx((first.at - 0.5) / 2)
     assert sooner.duration == first.duration
+
+
+def test_a_service_that_breaks_its_tools_promise_shows_repeated_writes(tmp_path: Path) -> None:
+    """TC-EFF-IDEM: a retried idempotent write is harmless only when its service drops the
+    repeated key; declared so against a service that applies every write, the retries after
+    a crash show up as writes repeated, which the keyed service never has."""
+    path = tmp_path / "s.toml"
+    path.write_text('[agent]\nsessions = 30\n[faults]\nworker_crashes_per_hour = 300\n'
+                    '[[tools]]\nname = "upsert"\neffect = "idempotent_write"\n'
+                    "duration = 4\nfailure_rate = 0\n")
+    keyed = simulate(load(str(path)), range(3), reference).tools["upsert"]
+    plain = simulate(load(str(path), [("tools.upsert.service", "plain")]), range(3),
+                     reference).tools["upsert"]
+    assert keyed.retries > 0
+    assert keyed.repeated_effects == 0
+    assert plain.repeated_effects > 0
