@@ -578,6 +578,8 @@ SCENARIO_CASES: tuple[Case, ...] = (
          "agent.sessions=1,2", says="--set agent.sessions and --sweep agent.sessions"),
     case("simulate", "--scenario", "good.toml", "--executor", "nowhere:f",
          says="cannot import executor module"),
+    case("simulate", "--scenario", "good.toml", "--set", "agent.sessions=100000", "--set",
+         "agent.turns=[1, 1000]", says="good.toml: agent: up to 100,000,000 calls per seed"),
     case("replay", "1", "--scenario", "nofile.toml", says="nofile.toml: no such scenario file"),
     case("replay", "1", "--scenario", "good.toml", "--faults", "999",
          says="fault index 999 is out of range: seed 1 of good.toml has"),

@@ -42,6 +42,8 @@ promises (TC-EFF-*)."""
 _HINT_KEYS = (("read_only", "readOnlyHint"), ("idempotent", "idempotentHint"),
               ("destructive", "destructiveHint"))
 _DEFAULTS = ExecutorConfig()
+MAX_RATE = 3600.0
+"""Faults per hour, at most: one a second."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,11 +222,11 @@ def _approvals(t: Table) -> Approvals:
 def _faults(t: Table) -> Faults:
     rate = "a number of faults per hour"
     faults = Faults(
-        t.number("worker_crashes_per_hour", 0.0, unit=rate),
+        t.number("worker_crashes_per_hour", 0.0, high=MAX_RATE, unit=rate),
         t.distribution("worker_downtime", Uniform(5.0, 60.0)),
-        t.number("connection_losses_per_hour", 0.0, unit=rate),
+        t.number("connection_losses_per_hour", 0.0, high=MAX_RATE, unit=rate),
         t.distribution("connection_loss_duration", LogNormal(2.0, 60.0)),
-        t.number("server_restarts_per_hour", 0.0, unit=rate),
+        t.number("server_restarts_per_hour", 0.0, high=MAX_RATE, unit=rate),
         t.share("restarts_mid_batch", 0.0))
     t.done()
     return faults

@@ -13,7 +13,7 @@ from atmostonce.sim import overrides
 from atmostonce.sim.progress import ProgressBar
 from atmostonce.sim.report import replay_json, replay_text
 from atmostonce.sim.scenario import ScenarioFile, load
-from atmostonce.sim.scenario_draw import build
+from atmostonce.sim.scenario_draw import build, check_size
 from atmostonce.sim.scenario_report import scenario_json, scenario_text, sweep_json, sweep_text
 from atmostonce.sim.scenario_run import ScenarioResult, run_one, simulate, sweep
 from atmostonce.spec.errors import SpecError
@@ -34,6 +34,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     seeds = range(args.first_seed, args.first_seed + args.seeds)
     if not sweeps:
         spec = load(args.scenario, given)
+        check_size(spec)
         factory = load_factory(args.executor)
         quiet = args.json or not sys.stderr.isatty()
         bar = None if quiet else ProgressBar(sys.stderr)
@@ -50,7 +51,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     specs: list[tuple[str, ScenarioFile]] = []
     for value in values:
         try:
-            specs.append((value, load(args.scenario, [*given, (name, value)])))
+            spec = load(args.scenario, [*given, (name, value)])
+            check_size(spec)
+            specs.append((value, spec))
         except SpecError as error:
             raise SpecError(f"--sweep {name}={value}: {error}") from None
     factory = load_factory(args.executor)
@@ -68,6 +71,7 @@ def _said(setting: str, result: ScenarioResult, seconds: float) -> None:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     spec = load(args.scenario, settings(args))
+    check_size(spec)
     factory = load_factory(args.executor)
     only: tuple[int, ...] | None = args.faults
     if only is not None:

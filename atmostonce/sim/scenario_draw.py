@@ -18,9 +18,14 @@ from atmostonce.sim.engine import HARD_LIMIT, Scenario
 from atmostonce.sim.faults import Fault, FaultKind, Profile
 from atmostonce.sim.scenario import ScenarioFile, Tool
 from atmostonce.sim.workload import CallPlan, Person, RunPlan, SessionPlan, ToolSpec, Workload
+from atmostonce.spec.errors import SpecError
 
 SPARES = 16
 """Spare plans per tool, for the calls the model asks again."""
+MAX_CALLS = 200_000
+"""The most calls a seed may plan: a seed's workload is drawn up front and held whole."""
+MAX_FAULTS = 200_000
+"""The most faults a seed may expect to draw, over the longest its sessions may take."""
 PROFILE = "scenario"
 _K = FaultKind
 
@@ -43,6 +48,26 @@ def build(spec: ScenarioFile, seed: int, only: Iterable[int] | None = None) -> S
         faults = tuple(f for i, f in enumerate(faults) if i in keep)
     profile = Profile(PROFILE, kinds, f"the scenario file {spec.path}")
     return Scenario(seed, profile, workload, kinds, faults, config)
+
+
+def check_size(spec: ScenarioFile) -> None:
+    """SpecError when a seed would plan more calls or draw more faults than it can hold."""
+    agent = spec.agent
+    calls = agent.sessions * agent.turns[1] * min(agent.calls_per_turn[1], len(spec.tools))
+    if calls > MAX_CALLS:
+        raise SpecError(f"{spec.path}: agent: up to {calls:,} calls per seed (sessions x "
+                        f"turns x calls_per_turn); at most {MAX_CALLS:,}: run more seeds "
+                        "with fewer sessions instead")
+    f = spec.faults
+    hours = (agent.arrival + settle_limit(spec)) / 3600
+    per_hour = (spec.executor.workers * (f.worker_crashes_per_hour
+                                         + f.connection_losses_per_hour)
+                + f.server_restarts_per_hour)
+    if per_hour * hours > MAX_FAULTS:
+        raise SpecError(f"{spec.path}: faults: these rates draw about {per_hour * hours:,.0f} "
+                        f"faults per seed over the {hours:,.1f} hours its sessions may take; "
+                        f"at most {MAX_FAULTS:,}: lower the rates, or the turns and time-outs "
+                        "that make a session long")
 
 
 def settle_limit(spec: ScenarioFile) -> float:

@@ -60,13 +60,14 @@ def scenario_text(result: ScenarioResult) -> str:
     lines = header(result)
     for tool in result.spec.tools:
         t = result.tools[tool.name]
-        lines += ["", f"{tool.name}: {describe_tool(tool)}", *_tool_lines(tool, t)]
+        lines += ["", f"{tool.name} ({t.calls:,} calls): {describe_tool(tool)}",
+                  *_tool_lines(tool, t)]
     lines += ["", *violation_lines(result.campaign)]
     return "\n".join(lines)
 
 
 def _tool_lines(tool: Tool, t: ToolTotals) -> list[str]:
-    lines = [f"  {t.calls:,} calls          share   95% interval"]
+    lines = [f"  {'record':<16}{'calls':>7} {'share':>7} 95% interval"]
     possible = {"succeeded", "failed", "none"}
     if tool.effective.requires_approval:
         possible.add("rejected")

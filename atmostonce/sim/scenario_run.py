@@ -16,7 +16,7 @@ from atmostonce.sim.engine import Simulation
 from atmostonce.sim.faults import FaultKind
 from atmostonce.sim.run import RunResult, run_scenario
 from atmostonce.sim.scenario import ScenarioFile
-from atmostonce.sim.scenario_draw import build
+from atmostonce.sim.scenario_draw import build, check_size
 from atmostonce.sim.shrink import shrink
 from atmostonce.sim.tool_stats import ToolTotals, add_run
 from atmostonce.spec.protocol import ExecutorFactory
@@ -85,6 +85,7 @@ def simulate(spec: ScenarioFile, seeds: Sequence[int], factory: ExecutorFactory,
              executor: str = DEFAULT_EXECUTOR, progress: Progress | None = None,
              shrink_first: int = 3, shrink_budget: int = 150) -> ScenarioResult:
     """Run every seed; shrink the fault schedules of the first `shrink_first` failures."""
+    check_size(spec)
     campaign = CampaignResult(f"scenario {spec.name}", executor)
     result = ScenarioResult(spec, campaign)
     wall = time.perf_counter()

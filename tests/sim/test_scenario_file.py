@@ -10,9 +10,11 @@ from pathlib import Path
 import pytest
 
 from atmostonce.check.services import Service
+from atmostonce.executor import reference
 from atmostonce.sim import mcp, overrides
 from atmostonce.sim.distributions import Exponential, Fixed, LogNormal, Uniform
 from atmostonce.sim.scenario import ScenarioFile, load
+from atmostonce.sim.scenario_run import simulate
 from atmostonce.spec.errors import SpecError
 from atmostonce.spec.policy import EffectClass, PolicySource, ToolHints
 
@@ -220,3 +222,21 @@ def test_the_mcp_list_may_be_the_whole_response_or_its_result() -> None:
     whole = mcp.parse(document, "mcp_tools.json")
     assert len(whole) == 11
     assert mcp.parse(document["result"], "mcp_tools.json") == whole
+
+
+@pytest.mark.parametrize(("settings", "says"), [
+    ([("agent.sessions", "100000"), ("agent.turns", "[1, 1000]")],
+     "agent: up to 300,000,000 calls per seed"),
+    ([("faults.worker_crashes_per_hour", "3600"), ("agent.turns", "[1, 1000]")],
+     "faults: these rates draw about"),
+])
+def test_a_seed_too_large_to_hold_is_refused_before_it_runs(
+        settings: list[tuple[str, str]], says: str) -> None:
+    spec = load(SUPPORT, settings)
+    with pytest.raises(SpecError, match=says):
+        simulate(spec, range(1), reference)
+
+
+def test_a_fault_rate_is_at_most_one_a_second() -> None:
+    with pytest.raises(SpecError, match="per hour between 0 and 3600, got 3601"):
+        load(SUPPORT, [("faults.server_restarts_per_hour", "3601")])
