@@ -73,7 +73,8 @@ class Worker:
                  accept: Callable[[Conn], None], calls: Mapping[str, Asked], ledger: Ledger,
                  lease: float, heartbeat_interval: float = HEARTBEAT_INTERVAL) -> None:
         """`accept` opens a connection at the server; `calls` are the calls the agent's model
-        asked, by their arguments; `lease` is the executor's lease (D-12)."""
+        asked, by their arguments; `lease` is the executor's lease (D-12); a running tool
+        heartbeats every `heartbeat_interval` seconds."""
         self.beat = heartbeat_interval
         self.loop = loop
         self.network = network
