@@ -519,3 +519,101 @@ def test_a_list_of_names_is_known_names_or_names_the_flag(text: str) -> None:
         assert set(chosen) <= {"a", "b"}
         assert len(set(chosen)) == len(chosen)
         assert all(part.strip() for part in text.split(","))
+
+
+# -- scenario files (`simulate --scenario`, `replay --scenario`) ---------------------------------
+
+GOOD_SCENARIO = '[agent]\nsessions = 2\n[[tools]]\nname = "lookup"\neffect = "read"\n'
+SCENARIO_FILES = {
+    "good.toml": GOOD_SCENARIO,
+    "syntax.toml": "[executor\nworkers = 2\n",
+    "unknown_key.toml": '[executor]\nheartbeat_timout = 5\n[[tools]]\nname = "t"\n',
+    "unknown_effect.toml": '[[tools]]\nname = "t"\neffect = "writes"\n',
+    "bad_number.toml": '[executor]\nrun_timeout = "soon"\n[[tools]]\nname = "t"\n',
+    "no_mcp.toml": 'mcp_tools = "nowhere.json"\n',
+    "broken_mcp.toml": 'mcp_tools = "broken.json"\n',
+    "broken.json": '{"tools": [',
+}
+SCENARIO_CASES: tuple[Case, ...] = (
+    case("simulate", "--scenario", "nofile.toml", says="nofile.toml: no such scenario file"),
+    case("simulate", "--scenario", "adir", says="adir: is a directory, not a scenario file"),
+    case("simulate", "--scenario", "syntax.toml", says="syntax.toml: not valid TOML: ",
+         keeps=("syntax.toml",)),
+    case("simulate", "--scenario", "unknown_key.toml",
+         says="unknown_key.toml: executor.heartbeat_timout: unknown key (known here: "),
+    case("simulate", "--scenario", "unknown_effect.toml",
+         says="unknown_effect.toml: tools.t.effect: unknown value 'writes' (known: read, "),
+    case("simulate", "--scenario", "bad_number.toml",
+         says="bad_number.toml: executor.run_timeout: expected a number of seconds, got 'soon'"),
+    case("simulate", "--scenario", "no_mcp.toml", says="no_mcp.toml: mcp_tools: nowhere.json: "
+         "no such file"),
+    case("simulate", "--scenario", "broken_mcp.toml", says="broken_mcp.toml: mcp_tools: "
+         "broken.json: not valid JSON: ", keeps=("broken.json",)),
+    case("simulate", "--scenario", "good.toml", "--profile", "crashy",
+         says="give --profile or --scenario, not both", keeps=("good.toml",)),
+    case("simulate", "--sweep", "executor.heartbeat_timeout=4,8",
+         says="--sweep needs --scenario FILE.toml"),
+    case("simulate", "--set", "executor.workers=2", says="--set needs --scenario FILE.toml"),
+    case("simulate", "--scenario", "good.toml", "--sweep", "executor.heartbeat_timeout=",
+         says="--sweep wants NAME=V1,V2,..."),
+    case("simulate", "--scenario", "good.toml", "--sweep", "executor.heartbeat_timeout=4,,8",
+         says="no empty value"),
+    case("simulate", "--scenario", "good.toml", "--sweep", "executor.heartbeat_timeout=4,4",
+         says="a value is given twice"),
+    case("simulate", "--scenario", "good.toml", "--sweep", "executor.heartbeat_timeout=4,soon",
+         says="--sweep executor.heartbeat_timeout=soon: good.toml: executor.heartbeat_timeout: "
+         "expected a number of seconds, got 'soon'", keeps=("good.toml",)),
+    case("simulate", "--scenario", "good.toml", "--sweep", "executor.bogus=1,2",
+         says="good.toml: executor.bogus: unknown key"),
+    case("simulate", "--scenario", "good.toml", "--sweep", "tools.nope.failure_rate=0.1,0.2",
+         says="good.toml: tools.nope: no tool of that name"),
+    case("simulate", "--scenario", "good.toml", "--sweep", "agent.sessions=1", "--sweep",
+         "agent.sessions=2", says="--sweep is given more than once"),
+    case("simulate", "--scenario", "good.toml", "--set", "executor.lease=20",
+         says="good.toml: executor.lease: the lease (20 s) must be shorter than "
+         "heartbeat_timeout (10 s)"),
+    case("simulate", "--scenario", "good.toml", "--set", "novalue",
+         says="--set wants NAME=VALUE"),
+    case("simulate", "--scenario", "good.toml", "--set", "agent.sessions=3", "--sweep",
+         "agent.sessions=1,2", says="--set agent.sessions and --sweep agent.sessions"),
+    case("simulate", "--scenario", "good.toml", "--executor", "nowhere:f",
+         says="cannot import executor module"),
+    case("simulate", "--scenario", "good.toml", "--set", "agent.sessions=100000", "--set",
+         "agent.turns=[1, 1000]", says="good.toml: agent: up to 100,000,000 calls per seed"),
+    case("replay", "1", "--scenario", "nofile.toml", says="nofile.toml: no such scenario file"),
+    case("replay", "1", "--scenario", "good.toml", "--faults", "999",
+         says="fault index 999 is out of range: seed 1 of good.toml has"),
+    case("replay", "1", "--scenario", "good.toml", "--profile", "chaos",
+         says="give --profile or --scenario, not both"),
+)
+
+
+@pytest.fixture(scope="module")
+def scenario_outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[Case, Outcome]:
+    """The outcome of every scenario case, run in parallel, each in a directory holding the
+    fixture files and the scenario files."""
+    base = tmp_path_factory.mktemp("bad-scenarios")
+    roots = [base / f"{index:03d}-{item.command}" for index, item in enumerate(SCENARIO_CASES)]
+    for root in roots:
+        root.mkdir()
+        for name, text in SCENARIO_FILES.items():
+            (root / name).write_text(text)
+    with ThreadPoolExecutor(THREADS) as pool:
+        return dict(zip(SCENARIO_CASES, pool.map(run_or_say_why, SCENARIO_CASES, roots),
+                        strict=True))
+
+
+@pytest.mark.parametrize("item", SCENARIO_CASES, ids=str)
+def test_a_bad_scenario_is_one_line_and_exit_2(item: Case,
+                                               scenario_outcomes: dict[Case, Outcome]) -> None:
+    """Judged exactly as every other case: exit 2, one line naming the file and the key."""
+    test_bad_input_is_one_line_and_exit_2(item, scenario_outcomes)
+
+
+def test_the_scenario_cases_are_distinct_and_the_good_file_runs(tmp_path: Path) -> None:
+    assert len({c.argv for c in SCENARIO_CASES}) == len(SCENARIO_CASES)
+    (tmp_path / "good.toml").write_text(GOOD_SCENARIO)
+    done = subprocess.run([sys.executable, "-m", "atmostonce", "simulate", "--scenario",
+                           "good.toml", "--seeds", "1"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=TIMEOUT * patience(), check=False)
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -8,7 +8,13 @@ hosts the executor, `network` carries messages, `workers` run tools, `agents` ar
 the people and the reconcile job, `ledger` the services tools write to); the history is
 checked online by `atmostonce.check.checkers`. `run` runs one seed, `campaign` many, `shrink`
 minimises a failing fault schedule, `report` and `commands` are the `simulate` and `replay`
-commands.
+commands (`progress` their progress bar).
+
+A scenario file is the user's own agent: `scenario` reads and checks it (with `tables`,
+`distributions`, `mcp` for an MCP `tools/list` answer and `overrides` for settings given on the
+command line), `scenario_draw` turns one of its seeds into the engine's scenario, `scenario_run`
+runs its seeds and sweeps, `tool_stats` and `scenario_report` report per tool, and
+`scenario_commands` is `simulate --scenario` and `replay --scenario`.
 
 Imports `spec`, `check` and `arguments`; it loads the executor under test by name and never
 imports `executor`, `runtime` or `engines`.

@@ -93,6 +93,8 @@ class Agents:
         self.asked = 0
         self.requests = 0
         self.spares = 0
+        self.own_spares = dict(workload.spares_by_tool)
+        self.own_taken: dict[str, int] = {}
         self.reconcile_due: set[str] = set()
         self.unknown_sessions: dict[str, None] = {}
         self.reports = 0
@@ -173,12 +175,22 @@ class Agents:
         if status is _OUTCOME_UNKNOWN:
             self._reconcile_soon(run.plan.session_id)
         if status in _ASK_AGAIN and call.plan.reask and call.depth < 2:
+            run.again.append(CallRun("", run, self._spare(call.tool), call.depth + 1))
+        if not run.pending and not run.asking:
+            self._next_turn(run)
+
+    def _spare(self, tool: str) -> CallPlan:
+        """The next spare plan for a call of `tool` the model asks again: from the tool's own
+        pool when it has one, else from the shared pool, given the tool's name."""
+        own = self.own_spares.get(tool)
+        if own is None:
             spares = self.workload.spares
             spare = spares[self.spares % len(spares)]
             self.spares += 1
-            run.again.append(CallRun("", run, spare._replace(tool=call.tool), call.depth + 1))
-        if not run.pending and not run.asking:
-            self._next_turn(run)
+            return spare._replace(tool=tool)
+        taken = self.own_taken.get(tool, 0)
+        self.own_taken[tool] = taken + 1
+        return own[taken % len(own)]
 
     def _next_turn(self, run: SessionRun) -> None:
         think = run.plan.think[min(run.turns_asked, len(run.plan.think) - 1)]

@@ -1,7 +1,10 @@
 """The `simulate` and `replay` subcommands; `register` adds them to the `atmostonce` parser.
+With `--scenario FILE` they run a scenario file instead of a fault profile
+(`scenario_commands`).
 
 Exit codes: 0 no violation, 1 a violation, 2 bad input (a SpecError the CLI reports in one
-line: an unknown profile, a malformed or unloadable --executor, a bad number).
+line: an unknown profile, a malformed or unloadable --executor, a bad number, a scenario file
+that does not check).
 """
 
 from __future__ import annotations
@@ -9,15 +12,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
-from typing import Any, TextIO
+from typing import Any
 
 from atmostonce import arguments
 from atmostonce.check.loading import DEFAULT_EXECUTOR, load_factory
+from atmostonce.sim import scenario_commands
 from atmostonce.sim.campaign import campaign
 from atmostonce.sim.engine import scenario
 from atmostonce.sim.faults import PROFILES
 from atmostonce.sim.faults import profile as find_profile
+from atmostonce.sim.progress import ProgressBar
 from atmostonce.sim.report import campaign_json, campaign_text, replay_json, replay_text
 from atmostonce.sim.run import run_seed
 from atmostonce.spec.errors import SpecError
@@ -25,8 +29,6 @@ from atmostonce.spec.errors import SpecError
 EXIT_OK = 0
 EXIT_FAILED = 1
 DEFAULT_PROFILE = "chaos"
-PROGRESS_AFTER = 2.0
-"""Seconds after which a campaign shows a progress bar."""
 MAX_SEEDS = 1_000_000
 """The most seeds one campaign runs: one core manages under a hundred seeds a second, so a
 million take hours and a larger number is a slip of the keyboard, not a campaign."""
@@ -41,8 +43,11 @@ def register(subparsers: Any) -> None:
         "their connection and come back, a server that restarts, tool runs that time out, "
         "people who answer late, a model that asks again. Every history is checked online "
         "against the spec's properties; prints which records appear per effect class, the "
-        "double runs, retries, and every violation with the command that replays it. Exit 0 "
-        "when no property broke, 1 otherwise, 2 on bad input.",
+        "double runs, retries, and every violation with the command that replays it. With "
+        "--scenario FILE.toml it runs your own agent instead (your tools, their durations and "
+        "failure rates, your executor settings and fault rates) and reports per tool; --sweep "
+        "runs that scenario once per value of one setting. Exit 0 when no property broke, 1 "
+        "otherwise, 2 on bad input.",
         epilog=f"Profiles: {profiles}.",
     )
     simulate.add_argument("--seeds", type=arguments.CountUpTo(MAX_SEEDS), default=100,
@@ -51,6 +56,11 @@ def register(subparsers: Any) -> None:
     simulate.add_argument("--first-seed", type=arguments.seed, default=0, metavar="S",
                           help="the first seed (default 0)")
     _common(simulate)
+    _scenario(simulate)
+    simulate.add_argument("--sweep", action="append", metavar="NAME=V1,V2,...",
+                          help="with --scenario: run the scenario once per value of the dotted "
+                          "key NAME (such as executor.heartbeat_timeout) and print one row per "
+                          "value")
     simulate.add_argument("--json", action="store_true", help="print one JSON object")
     simulate.set_defaults(func=cmd_simulate)
 
@@ -61,6 +71,7 @@ def register(subparsers: Any) -> None:
     )
     replay.add_argument("seed", type=arguments.seed, metavar="SEED")
     _common(replay)
+    _scenario(replay)
     replay.add_argument("--faults", type=_indexes, metavar="I,J,...",
                         help="keep only these faults of the seed's schedule (by index; "
                         "'none' for none), as a shrunk failure prints them")
@@ -69,16 +80,42 @@ def register(subparsers: Any) -> None:
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--profile", default=DEFAULT_PROFILE, metavar="P",
+    parser.add_argument("--profile", metavar="P",
                         help=f"fault profile: {', '.join(PROFILES)} (default {DEFAULT_PROFILE})")
     parser.add_argument("--executor", default=DEFAULT_EXECUTOR, metavar="MODULE:FACTORY",
                         help=f"the executor under test (default {DEFAULT_EXECUTOR})")
 
 
+def _scenario(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--scenario", metavar="FILE.toml",
+                        help="a scenario file: your tools (or an MCP tools/list file it "
+                        "names), their durations and failure rates, the executor's settings, "
+                        "how people answer approvals and the fault rates; instead of --profile")
+    parser.add_argument("--set", action="append", metavar="NAME=VALUE",
+                        help="with --scenario: set the dotted key NAME over the file's value "
+                        "(repeatable)")
+
+
+def _profile_or_scenario(args: argparse.Namespace) -> bool:
+    """Whether the command runs a scenario file; fills in the default profile otherwise."""
+    if args.scenario is not None:
+        if args.profile is not None:
+            raise SpecError("give --profile or --scenario, not both: a scenario file sets its "
+                            "own fault rates")
+        return True
+    for flag, value in (("--sweep", getattr(args, "sweep", None)), ("--set", args.set)):
+        if value:
+            raise SpecError(f"{flag} needs --scenario FILE.toml")
+    args.profile = args.profile if args.profile is not None else DEFAULT_PROFILE
+    return False
+
+
 def cmd_simulate(args: argparse.Namespace) -> int:
+    if _profile_or_scenario(args):
+        return scenario_commands.cmd_simulate(args)
     find_profile(args.profile)
     factory = load_factory(args.executor)
-    bar = _Progress(sys.stderr)
+    bar = ProgressBar(sys.stderr)
     result = campaign(range(args.first_seed, args.first_seed + args.seeds), args.profile,
                       factory, args.executor, bar.update)
     bar.close()
@@ -90,6 +127,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
+    if _profile_or_scenario(args):
+        return scenario_commands.cmd_replay(args)
     chosen = find_profile(args.profile)
     factory = load_factory(args.executor)
     only: tuple[int, ...] | None = args.faults
@@ -105,38 +144,6 @@ def cmd_replay(args: argparse.Namespace) -> int:
     else:
         print(replay_text(run))
     return EXIT_OK if run.ok else EXIT_FAILED
-
-
-class _Progress:
-    """A progress bar on stderr, shown once a campaign has run a few seconds."""
-
-    def __init__(self, stream: TextIO) -> None:
-        self.stream = stream
-        self.started = time.monotonic()
-        self.shown = False
-        self.last = 0.0
-        self.tty = stream.isatty()
-
-    def update(self, done: int, total: int, violations: int) -> None:
-        now = time.monotonic()
-        if now - self.started < PROGRESS_AFTER or (now - self.last < 0.25 and done < total):
-            return
-        self.last = now
-        width = 30
-        filled = width * done // max(total, 1)
-        line = (f"[{'#' * filled}{'.' * (width - filled)}] {done}/{total} seeds, "
-                f"{violations} violations, {now - self.started:.0f} s")
-        if self.tty:
-            self.stream.write(f"\r{line}")
-        elif done == total or not self.shown or done * 10 // total != (done - 1) * 10 // total:
-            self.stream.write(f"{line}\n")
-        self.stream.flush()
-        self.shown = True
-
-    def close(self) -> None:
-        if self.shown and self.tty:
-            self.stream.write("\n")
-            self.stream.flush()
 
 
 def _indexes(text: str) -> tuple[int, ...]:

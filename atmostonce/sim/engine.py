@@ -27,7 +27,7 @@ from atmostonce.sim.ledger import Ledger
 from atmostonce.sim.loop import Handler, Queued
 from atmostonce.sim.network import Network
 from atmostonce.sim.server import ExecutorHost
-from atmostonce.sim.workers import Worker
+from atmostonce.sim.workers import HEARTBEAT_INTERVAL, Worker
 from atmostonce.sim.workload import Workload, draw, executor_config
 from atmostonce.spec import protocol as p
 
@@ -115,8 +115,10 @@ class Simulation:
                                       self.quiesce, self.finalize)
         host.calls = agents.by_args
         host.on_record = agents.on_record
+        beat = workload.heartbeat_interval
         self.workers = [Worker(i, self, network, host.accept, agents.by_args, self.ledger,
-                               config.lease) for i in range(workload.workers)]
+                               config.lease, HEARTBEAT_INTERVAL if beat is None else beat)
+                        for i in range(workload.workers)]
 
     # -- the clock ------------------------------------------------------------------------------
 
@@ -170,7 +172,7 @@ class Simulation:
         for worker in self.workers:
             self.at(self.rnd() * 0.05, worker.start_up)
         self.agents.start()
-        self.at(w.window + HARD_LIMIT, self._hard_stop)
+        self.at(w.window + (HARD_LIMIT if w.limit is None else w.limit), self._hard_stop)
 
     def _hard_stop(self, _a: object, _b: object) -> None:
         if not self.finished:

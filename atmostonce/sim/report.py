@@ -69,7 +69,7 @@ def campaign_text(result: CampaignResult) -> str:
         *_retries(t),
         *_double_runs(t),
         "",
-        *_violations(result),
+        *violation_lines(result),
     ]
     return "\n".join(lines)
 
@@ -122,7 +122,9 @@ def unwitnessed(t: Totals) -> list[str]:
     return sorted(set(SOMETIMES) - t.witnessed)
 
 
-def _violations(result: CampaignResult) -> list[str]:
+def violation_lines(result: CampaignResult) -> list[str]:
+    """The verdict, and each failed seed with its problems, replay command and shrunk
+    schedule; shared with the scenario report."""
     if result.ok:
         return ["verdict: PASS (no violation)"]
     lines = [f"verdict: FAIL ({len(result.failures)} of {len(result.seeds)} seeds broke a "

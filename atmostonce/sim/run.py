@@ -1,5 +1,6 @@
 """One seed, run: its scenario against an executor, its verdict, statistics and the command
-that replays it."""
+that replays it. A seed of a fault profile is rebuilt from its seed and profile; any other
+scenario (a scenario file's) carries an `Origin` that rebuilds it and names its replay."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Protocol
 
 from atmostonce.check.checkers import History
 from atmostonce.check.history import Violation
@@ -29,6 +31,8 @@ class RunResult:
     history: History | None
     error: str | None = None
     """The executor raised (or the run never settled): the run stopped there."""
+    origin: Origin | None = None
+    """Where a scenario that is not a profile's seed comes from; None for a profile's."""
 
     @property
     def seed(self) -> int:
@@ -46,7 +50,21 @@ class RunResult:
         return lines
 
     def replay_command(self) -> str:
+        if self.origin is not None:
+            return self.origin.replay_command(self.executor, self.only)
         return replay_command(self.seed, self.scenario.profile.name, self.executor, self.only)
+
+
+class Origin(Protocol):
+    """Where a seed's scenario comes from when it is not a fault profile's: it reruns the seed
+    (with `only`: just those faults of its schedule) and names the command that does."""
+
+    def rerun(self, factory: ExecutorFactory, executor: str, only: tuple[int, ...] | None,
+              keep_history: bool = False, stop_on: str | None = None) -> RunResult:
+        ...
+
+    def replay_command(self, executor: str, only: tuple[int, ...] | None) -> str:
+        ...
 
 
 def replay_command(seed: int, profile: str, executor: str,
@@ -93,6 +111,21 @@ def _run(seed: int, profile: str, factory: ExecutorFactory, executor: str,
          only: Iterable[int] | None, keep_history: bool, stop_on: str | None) -> RunResult:
     kept = tuple(sorted(set(only))) if only is not None else None
     scn = scenario(seed, find_profile(profile), kept)
+    return _simulate(scn, factory, executor, kept, keep_history, stop_on, None)[0]
+
+
+def run_scenario(scn: Scenario, factory: ExecutorFactory, executor: str,
+                 only: tuple[int, ...] | None, origin: Origin, keep_history: bool = False,
+                 stop_on: str | None = None) -> tuple[RunResult, Simulation]:
+    """Run a scenario built elsewhere (`only`: the schedule indexes its faults kept); the
+    finished simulation comes back too, for statistics of its own."""
+    with _collected_at_end():
+        return _simulate(scn, factory, executor, only, keep_history, stop_on, origin)
+
+
+def _simulate(scn: Scenario, factory: ExecutorFactory, executor: str,
+              kept: tuple[int, ...] | None, keep_history: bool, stop_on: str | None,
+              origin: Origin | None) -> tuple[RunResult, Simulation]:
     started = time.perf_counter()
     sim = Simulation(scn, factory, stop_on, keep_history)
     history = sim.run()
@@ -101,4 +134,4 @@ def _run(seed: int, profile: str, factory: ExecutorFactory, executor: str,
     stats = run_stats(checker.summaries(), checker.double_runs, checker.witnessed,
                       sim.host.restarts, sim.events, sim.now)
     return RunResult(scn, executor, tuple(history.violations), stats, wall, kept,
-                     history if keep_history else None, sim.error)
+                     history if keep_history else None, sim.error, origin), sim

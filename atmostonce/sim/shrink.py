@@ -76,13 +76,19 @@ def shrink(failed: RunResult, factory: ExecutorFactory, budget: int = 200) -> Sh
     profile = failed.scenario.profile.name
     start = failed.only if failed.only is not None else tuple(range(len(failed.scenario.faults)))
 
+    origin = failed.origin
+
+    def rerun(subset: tuple[int, ...], keep: bool, stop_on: str | None) -> RunResult:
+        if origin is not None:
+            return origin.rerun(factory, failed.executor, subset, keep, stop_on)
+        return run_seed(seed, profile, factory, failed.executor, subset, keep, stop_on)
+
     def fails(subset: tuple[int, ...]) -> bool:
-        run = run_seed(seed, profile, factory, failed.executor, subset,
-                       stop_on=None if target == ERROR else target)
+        run = rerun(subset, False, None if target == ERROR else target)
         if target == ERROR:
             return run.error is not None
         return any(v.property == target for v in run.violations)
 
     kept, tests = ddmin(start, fails, budget)
-    final = run_seed(seed, profile, factory, failed.executor, kept, keep_history=True)
+    final = rerun(kept, True, None)
     return Shrunk(target, len(start), kept, tests, final)

@@ -1,10 +1,11 @@
 """Outcome statistics of simulated runs: which records appear for each effect class, how often a
 call was retried, how long a record took, and every double run with whether it has the
-documented shape (TC-AMO-4)."""
+documented shape (TC-AMO-4); and the interval and percentile helpers the reports share."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from atmostonce.check.checker_state import DoubleRun
@@ -14,6 +15,28 @@ from atmostonce.spec.records import Record
 
 EFFECTS = tuple(e.value for e in EffectClass)
 RECORDS = tuple(r.value for r in Record)
+Z95 = 1.959963984540054
+"""The standard normal's 97.5th percentile: a two-sided 95% interval."""
+
+
+def wilson(hits: int, n: int, z: float = Z95) -> tuple[float, float]:
+    """The Wilson score interval of a proportion, `hits` out of `n` trials (95% by default);
+    unlike the normal approximation it stays inside [0, 1] and is not empty at 0 hits."""
+    if n <= 0:
+        return 0.0, 1.0
+    p = hits / n
+    z2 = z * z
+    denominator = 1.0 + z2 / n
+    centre = (p + z2 / (2 * n)) / denominator
+    half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denominator
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def percentiles(values: Sequence[float]) -> tuple[float, float, float]:
+    """Mean, median and 99th percentile (nearest rank below) of `values`, not empty."""
+    ordered = sorted(values)
+    n = len(ordered)
+    return sum(ordered) / n, ordered[n // 2], ordered[min(n - 1, n * 99 // 100)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,12 +116,7 @@ class Totals:
 
     def time_to_record(self) -> Mapping[str, tuple[float, float, float]]:
         """Per effect class: mean, median and 99th percentile seconds from ask to record."""
-        out: dict[str, tuple[float, float, float]] = {}
-        for effect, values in self.times.items():
-            ordered = sorted(values)
-            n = len(ordered)
-            out[effect] = (sum(ordered) / n, ordered[n // 2], ordered[min(n - 1, n * 99 // 100)])
-        return out
+        return {effect: percentiles(values) for effect, values in self.times.items()}
 
     def as_json(self) -> dict[str, object]:
         return {

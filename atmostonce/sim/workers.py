@@ -65,15 +65,17 @@ class Run:
 class Worker:
     """A worker process; each connection it makes is a fresh worker to the executor."""
 
-    __slots__ = ("accept", "alive", "calls", "conn", "cut", "cut_until", "extra", "extra_until",
-                 "incarnation", "index", "lease", "ledger", "loop", "name", "network",
-                 "paused_until", "run", "stall")
+    __slots__ = ("accept", "alive", "beat", "calls", "conn", "cut", "cut_until", "extra",
+                 "extra_until", "incarnation", "index", "lease", "ledger", "loop", "name",
+                 "network", "paused_until", "run", "stall")
 
     def __init__(self, index: int, loop: Loop, network: Network,
                  accept: Callable[[Conn], None], calls: Mapping[str, Asked], ledger: Ledger,
-                 lease: float) -> None:
+                 lease: float, heartbeat_interval: float = HEARTBEAT_INTERVAL) -> None:
         """`accept` opens a connection at the server; `calls` are the calls the agent's model
-        asked, by their arguments; `lease` is the executor's lease (D-12)."""
+        asked, by their arguments; `lease` is the executor's lease (D-12); a running tool
+        heartbeats every `heartbeat_interval` seconds."""
+        self.beat = heartbeat_interval
         self.loop = loop
         self.network = network
         self.accept = accept
@@ -153,8 +155,9 @@ class Worker:
         at(ends_at, self._end, run, 0)
         if ledger.writes(tool):
             at(now + plan.apply_at * duration, self._apply, run)
-        if duration > HEARTBEAT_INTERVAL:
-            at(now + HEARTBEAT_INTERVAL, self._beat, run)
+        beat = self.beat
+        if duration > beat:
+            at(now + beat, self._beat, run)
         deadline = conn.last_receipt + self.lease
         if ends_at > deadline:
             at(deadline, self._lease, run)
@@ -169,7 +172,7 @@ class Worker:
         if run.live:
             self.network.up(run.conn, p.Heartbeat, (run.conn.id, run.attempt))
             loop = self.loop
-            loop.at(loop.now + HEARTBEAT_INTERVAL, self._beat, run)
+            loop.at(loop.now + self.beat, self._beat, run)
 
     def _end(self, run: Run, gen: int) -> None:
         if not run.live or gen != run.gen:
@@ -244,7 +247,7 @@ class Worker:
                 run.ends_at += fault.extra
                 loop.at(run.ends_at, self._end, run, run.gen)
                 loop.at(run.conn.last_receipt + self.lease, self._lease, run)
-                loop.at(loop.now + HEARTBEAT_INTERVAL, self._beat, run)
+                loop.at(loop.now + self.beat, self._beat, run)
             else:
                 self.stall = fault.extra
 

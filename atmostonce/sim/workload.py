@@ -114,6 +114,16 @@ class Workload:
     fence: bool
     window: float
     """The time within which sessions start and faults strike."""
+    heartbeat_interval: float | None = None
+    """Seconds between a worker's heartbeats while a tool runs; None: the workers'
+    `HEARTBEAT_INTERVAL`."""
+    limit: float | None = None
+    """Simulated seconds after the window by which the run must have settled; None: the
+    engine's `HARD_LIMIT`."""
+    spares_by_tool: tuple[tuple[str, tuple[CallPlan, ...]], ...] = ()
+    """Spare plans of the calls the model asks again, for tools that have their own (a
+    scenario file's tools, each with its own durations and failure rate); other tools take
+    `spares`."""
 
 
 def executor_config(fence: bool) -> ExecutorConfig:

@@ -1,0 +1,85 @@
+"""`simulate --scenario FILE [--sweep NAME=V1,...] [--set NAME=V]` and `replay SEED --scenario
+FILE`: everything the command line and the files say is read and checked first (every value
+of a sweep included), then the seeds run. Exit 0 when no property broke, 1 otherwise."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from atmostonce.check.loading import load_factory
+from atmostonce.sim import overrides
+from atmostonce.sim.progress import ProgressBar
+from atmostonce.sim.report import replay_json, replay_text
+from atmostonce.sim.scenario import ScenarioFile, load
+from atmostonce.sim.scenario_draw import build, check_size
+from atmostonce.sim.scenario_report import scenario_json, scenario_text, sweep_json, sweep_text
+from atmostonce.sim.scenario_run import ScenarioResult, run_one, simulate, sweep
+from atmostonce.spec.errors import SpecError
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+
+
+def settings(args: argparse.Namespace) -> list[overrides.Override]:
+    return [overrides.parse_assignment(text, "--set") for text in args.set or ()]
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    given = settings(args)
+    sweeps = args.sweep or []
+    if len(sweeps) > 1:
+        raise SpecError("--sweep is given more than once: a sweep varies one setting")
+    seeds = range(args.first_seed, args.first_seed + args.seeds)
+    if not sweeps:
+        spec = load(args.scenario, given)
+        check_size(spec)
+        factory = load_factory(args.executor)
+        quiet = args.json or not sys.stderr.isatty()
+        bar = None if quiet else ProgressBar(sys.stderr)
+        result = simulate(spec, seeds, factory, args.executor,
+                          bar.update if bar is not None else None)
+        if bar is not None:
+            bar.close()
+        print(json.dumps(scenario_json(result), indent=2) if args.json else
+              scenario_text(result))
+        return EXIT_OK if result.ok else EXIT_FAILED
+    name, values = overrides.parse_sweep(sweeps[0])
+    if any(key == name for key, _ in given):
+        raise SpecError(f"--set {name} and --sweep {name}: give the setting once")
+    specs: list[tuple[str, ScenarioFile]] = []
+    for value in values:
+        try:
+            spec = load(args.scenario, [*given, (name, value)])
+            check_size(spec)
+            specs.append((value, spec))
+        except SpecError as error:
+            raise SpecError(f"--sweep {name}={value}: {error}") from None
+    factory = load_factory(args.executor)
+    show = not args.json and sys.stderr.isatty()
+    rows = sweep(name, specs, seeds, factory, args.executor, _said if show else None)
+    print(json.dumps(sweep_json(name, rows), indent=2) if args.json else sweep_text(name, rows))
+    return EXIT_OK if all(row.result.ok for row in rows) else EXIT_FAILED
+
+
+def _said(setting: str, result: ScenarioResult, seconds: float) -> None:
+    c = result.campaign
+    print(f"{setting}: {len(c.seeds)} seeds, {c.totals.calls:,} calls, {c.violations} "
+          f"violations, {seconds:.1f} s", file=sys.stderr, flush=True)
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    spec = load(args.scenario, settings(args))
+    check_size(spec)
+    factory = load_factory(args.executor)
+    only: tuple[int, ...] | None = args.faults
+    if only is not None:
+        count = len(build(spec, args.seed).faults)
+        wrong = [i for i in only if i >= count]
+        if wrong:
+            raise SpecError(f"fault index {wrong[0]} is out of range: seed {args.seed} of "
+                            f"{args.scenario} has {count} faults")
+    run, _ = run_one(spec, args.seed, factory, args.executor, only, keep_history=True)
+    print(json.dumps(replay_json(run), indent=2) if args.json else replay_text(run))
+    return EXIT_OK if run.ok else EXIT_FAILED
