@@ -1,5 +1,5 @@
-"""The checks a mutant meets, cheapest first: short versions of verify's conformance and
-simulation layers, then the layers themselves at verify's defaults, then the chaos run on the
+"""The checks a mutant meets, cheapest first: short versions of verify's conformance (its bad
+input probes included) and simulation layers, then the layers themselves at verify's defaults, then the chaos run on the
 real runtime (whose server and workers load the mutated executor from the same path). A mutant
 is killed by the first check that fails; the later ones never run for it.
 """
@@ -32,8 +32,12 @@ class Stage:
 def _conformance(depth: int) -> Check:
     def check(path: str, factory: ExecutorFactory) -> Verdict:
         from atmostonce.check.conformance import replay_schedules
+        from atmostonce.check.lockstep_state import executor_config
+        from atmostonce.check.probes import probe
         from atmostonce.model.check import DEFAULT
 
+        for problem in probe(factory, executor_config(DEFAULT))[:1]:
+            return Verdict(True, f"took bad input: {problem}")
         for config in (DEFAULT, DEFAULT.with_(fence=True)):
             result = replay_schedules(config, factory, depth, edges=True)
             for _, message in (*result.breaches, *result.disagreements)[:1]:

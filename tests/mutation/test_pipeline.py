@@ -145,3 +145,14 @@ def test_the_recorded_score_names_the_modules_changed_since(tmp_path: Path) -> N
     assert changed == "  changed since: views.py (run it again for their score)"
     assert measured_lines(tmp_path / "none.json") == [
         "generated mutants: no score recorded (python benchmarks/mutation.py --record)"]
+
+
+def test_a_key_built_without_checking_its_parts_is_killed_by_the_bad_input_probes(
+        tmp_path: Path) -> None:
+    """Generated, this mutant survived every stage until the conformance layer probed bad
+    input (D-2): the model's schedules only ever ask with well-formed ids."""
+    unchecked = one("keys.py", "core/ZeroIterationForLoop", 0)
+    [outcome] = run([unchecked], ROOT, EXECUTOR, ["conformance-5"], 1, 120 * patience(),
+                    tmp_path / "state.jsonl")
+    assert outcome.killed_by == "conformance-5"
+    assert outcome.detail.startswith("took bad input: D-2:")

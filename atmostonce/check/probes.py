@@ -1,0 +1,88 @@
+"""Bad input an executor must refuse, probed on fresh executors before conformance replays the
+model's schedules (which only ever ask with well-formed ids and answer calls that exist):
+
+- an ask whose session, turn or tool-call id is empty, holds '/', white space or is not text
+  raises SpecError and leaves no call behind: a key built from it would be ambiguous (D-2);
+- an answer naming a key no call has gets one refusing `Reply` and nothing else (D-7's
+  table has no row for it; it must not be taken as an approval).
+"""
+
+from __future__ import annotations
+
+from atmostonce.spec.errors import SpecError
+from atmostonce.spec.policy import EffectClass, ToolPolicy
+from atmostonce.spec.protocol import (
+    Answer,
+    Ask,
+    Command,
+    Executor,
+    ExecutorConfig,
+    ExecutorFactory,
+    Reply,
+    SetPolicy,
+)
+
+TOOL = "probe_tool"
+GOOD = ("s1", "t1", "c1")
+BAD_COMPONENTS: tuple[object, ...] = ("", "a/b", "a b", "/", 7)
+"""Components D-2 refuses: empty, with the separator, with white space, only the separator,
+not text."""
+
+
+def probe(factory: ExecutorFactory, config: ExecutorConfig) -> list[str]:
+    """One line per bad input the executor took; empty when it refused every one."""
+    problems: list[str] = []
+    for position, name in enumerate(("session_id", "turn_id", "tool_call_id")):
+        for bad in BAD_COMPONENTS:
+            ids = list(GOOD)
+            ids[position] = bad  # type: ignore[call-overload]
+            problem = _bad_ask(factory(config), tuple(ids), name, bad)
+            if problem:
+                problems.append(problem)
+                break
+    problem = _unknown_answer(factory(config))
+    if problem:
+        problems.append(problem)
+    return problems
+
+
+def _ready(executor: Executor) -> None:
+    executor.handle(SetPolicy(0.0, TOOL, ToolPolicy(EffectClass.READ)))
+
+
+def _bad_ask(executor: Executor, ids: tuple[object, ...], name: str, bad: object) -> str:
+    _ready(executor)
+    session, turn, call = ids
+    ask = Ask(1.0, session, turn, call, TOOL)  # type: ignore[arg-type]
+    try:
+        commands = executor.handle(ask)
+    except SpecError:
+        commands = None
+    if commands is not None:
+        return (f"D-2: an ask with {name}={bad!r} was taken (commands "
+                f"{_names(commands)}), not refused with a SpecError: its key is ambiguous")
+    session_id = session if isinstance(session, str) and session else GOOD[0]
+    try:
+        calls = executor.snapshot(session_id).tool_calls
+    except SpecError:
+        calls = ()
+    left = [c for c in calls if c.tool_call_id == call and c.turn_id == turn]
+    if left:
+        return f"D-2: the refused ask with {name}={bad!r} left a call in the snapshot"
+    return ""
+
+
+def _unknown_answer(executor: Executor) -> str:
+    _ready(executor)
+    commands = executor.handle(Answer(1.0, "probe-1", "s1/t1/no-such-call", True))
+    replies = [c for c in commands if isinstance(c, Reply)]
+    if len(replies) != 1 or len(commands) != 1 or replies[0].request != "probe-1":
+        return (f"D-7: an answer to a key no call has must get one Reply and nothing else, "
+                f"got {_names(commands)}")
+    if replies[0].ok:
+        return "D-7: an answer to a key no call has was accepted"
+    return ""
+
+
+def _names(commands: list[Command]) -> str:
+    return "[" + ", ".join(type(c).__name__ for c in commands) + "]"

@@ -1,0 +1,60 @@
+"""verify's conformance layer refuses an executor that takes the bad input its schedules never
+give: an ask with an ambiguous id (D-2) and an answer to a call that does not exist (D-7)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from atmostonce.check.probes import probe
+from atmostonce.executor import reference
+from atmostonce.spec.protocol import Answer, Ask, Command, Event, ExecutorConfig, Reply
+from atmostonce.verify import check_conformance
+
+
+def fixed(part: object) -> str:
+    return str(part).replace("/", "-").replace(" ", "-") or "empty"
+
+
+class Lax:
+    """The reference executor behind a front that fixes up what it should refuse."""
+
+    def __init__(self, config: ExecutorConfig, ids: bool = False, answers: bool = False):
+        self.inner = reference(config)
+        self.ids = ids
+        self.answers = answers
+
+    def handle(self, event: Event) -> list[Command]:
+        if self.ids and isinstance(event, Ask):
+            event = replace(event, session_id=fixed(event.session_id),
+                            turn_id=fixed(event.turn_id), tool_call_id=fixed(event.tool_call_id))
+        if self.answers and isinstance(event, Answer):
+            commands = self.inner.handle(event)
+            return [replace(c, ok=True) if isinstance(c, Reply) else c for c in commands]
+        return self.inner.handle(event)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_the_reference_executor_refuses_every_bad_input() -> None:
+    assert probe(reference, ExecutorConfig()) == []
+
+
+@pytest.mark.clause("D-2")
+def test_an_executor_that_takes_an_ambiguous_id_is_caught() -> None:
+    problems = probe(lambda config: Lax(config, ids=True), ExecutorConfig())
+    assert [p[:4] for p in problems] == ["D-2:"] * 3
+    assert "session_id=''" in problems[0]
+    result = check_conformance("lax", lambda config: Lax(config, ids=True))
+    assert not result.ok
+    assert result.details[0].startswith("took bad input: D-2: an ask with session_id=''")
+    assert "TOOK BAD INPUT" in result.summary
+
+
+@pytest.mark.clause("D-7")
+def test_an_executor_that_accepts_an_answer_to_no_call_is_caught() -> None:
+    problems = probe(lambda config: Lax(config, answers=True), ExecutorConfig())
+    assert problems == ["D-7: an answer to a key no call has was accepted"]
