@@ -1,11 +1,13 @@
 """The kill pipeline: each mutant written into one of N private copies of the package, and its
 trial run there in a fresh process (`kill`) with a time bound; N trials at a time. Every result
 is appended to a state file as it comes, so a pipeline stopped halfway goes on where it was;
-a result counts only for the module version it was made on.
+a result counts only for the module version it was made on, and a survival only for the
+checks it survived (`checks_sha`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import queue
@@ -36,6 +38,8 @@ class Outcome:
     seconds: float
     stages: tuple[str, ...]
     """The stages it was tried with."""
+    checks: str = ""
+    """The sha256 of the checking code it was tried with (`checks_sha`)."""
 
     def as_json(self) -> dict[str, object]:
         return {**asdict(self), "mutant": asdict(self.mutant), "id": self.mutant.id}
@@ -51,7 +55,8 @@ def load_state(path: Path | None) -> dict[str, Outcome]:
         try:
             data = json.loads(line)
             outcome = Outcome(Mutant(**data["mutant"]), data["killed_by"], data["layer"],
-                              data["detail"], float(data["seconds"]), tuple(data["stages"]))
+                              data["detail"], float(data["seconds"]), tuple(data["stages"]),
+                              str(data.get("checks", "")))
         except (ValueError, KeyError, TypeError):
             continue
         found[outcome.mutant.id] = outcome
@@ -65,11 +70,13 @@ def run(mutants: Iterable[Mutant], root: Path, executor: str, stages: Sequence[s
     for a survivor, the same stages); a survivor of the first stages meets only the stages
     after them; the others are tried `processes` at a time."""
     known = load_state(state)
+    checks = checks_sha(root)
     results: list[Outcome] = []
     todo: queue.Queue[tuple[Mutant, Outcome | None]] = queue.Queue()
     for mutant in mutants:
         old = known.get(mutant.id)
-        if old is not None and old.mutant != mutant:
+        if old is not None and (old.mutant != mutant or (
+                old.killed_by is None and old.checks != checks)):
             old = None
         if old is not None and (old.killed_by is not None or old.stages == tuple(stages)):
             results.append(old)
@@ -89,11 +96,12 @@ def run(mutants: Iterable[Mutant], root: Path, executor: str, stages: Sequence[s
                 except queue.Empty:
                     return
                 if survived is None:
-                    outcome = _trial(mutant, slot, executor, stages, timeout)
+                    outcome = replace(_trial(mutant, slot, executor, stages, timeout),
+                                      checks=checks)
                 else:
                     later = _trial(mutant, slot, executor, stages[len(survived.stages):],
                                    timeout)
-                    outcome = replace(later, stages=tuple(stages),
+                    outcome = replace(later, stages=tuple(stages), checks=checks,
                                       seconds=survived.seconds + later.seconds)
                 with lock:
                     results.append(outcome)
@@ -108,6 +116,20 @@ def run(mutants: Iterable[Mutant], root: Path, executor: str, stages: Sequence[s
         for thread in threads:
             thread.join()
     return results
+
+
+def checks_sha(root: Path) -> str:
+    """The sha256 over the package's code but the executor's: the checks a survivor survived.
+    A kill stays a kill when the checks change (it has its counterexample; run with a fresh
+    state to measure weaker checks); a survival is tried again."""
+    digest = hashlib.sha256()
+    package = root / "atmostonce"
+    for path in sorted(package.rglob("*.py")):
+        if path.relative_to(package).parts[0] == "executor":
+            continue
+        digest.update(path.relative_to(package).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
 
 
 def _slot(root: Path, slot: Path) -> Path:

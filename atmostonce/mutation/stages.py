@@ -1,7 +1,8 @@
 """The checks a mutant meets, cheapest first: short versions of verify's conformance (its bad
-input probes included) and simulation layers, then the layers themselves at verify's defaults, then the chaos run on the
-real runtime (whose server and workers load the mutated executor from the same path). A mutant
-is killed by the first check that fails; the later ones never run for it.
+input probes included) and simulation layers, then the layers themselves at verify's
+defaults, then the chaos run on the real runtime (whose server and workers load the mutated
+executor from the same path). A mutant is killed by the first check that fails; the later
+ones never run for it.
 """
 
 from __future__ import annotations

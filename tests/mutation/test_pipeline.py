@@ -156,3 +156,16 @@ def test_a_key_built_without_checking_its_parts_is_killed_by_the_bad_input_probe
                     tmp_path / "state.jsonl")
     assert outcome.killed_by == "conformance-5"
     assert outcome.detail.startswith("took bad input: D-2:")
+
+
+def test_a_survival_counts_only_for_the_checks_it_survived(tmp_path: Path) -> None:
+    state = tmp_path / "state.jsonl"
+    same = one(*CHANGES_NOTHING)
+    [first] = run([same], ROOT, EXECUTOR, ["simulation-20"], 1, 120 * patience(), state)
+    assert first.killed_by is None
+    assert first.checks
+    older = json.loads(state.read_text())
+    older["checks"] = "0" * 64
+    state.write_text(json.dumps(older) + "\n")
+    run([same], ROOT, EXECUTOR, ["simulation-20"], 1, 120 * patience(), state)
+    assert len(state.read_text().splitlines()) == 2, "tried again against the new checks"
