@@ -1,8 +1,9 @@
 """Bad input an executor must refuse, probed on fresh executors before conformance replays the
 model's schedules (which only ever ask with well-formed ids and answer calls that exist):
 
-- an ask whose session, turn or tool-call id is empty, holds '/', white space or is not text
-  raises SpecError and leaves no call behind: a key built from it would be ambiguous (D-2);
+- an ask whose session, turn or tool-call id (or every one of them) is empty, holds '/',
+  white space or is not text raises SpecError and leaves no call behind: a key built from it
+  would be ambiguous (D-2);
 - an answer naming a key no call has gets one refusing `Reply` and nothing else (D-7's
   table has no row for it; it must not be taken as an approval).
 """
@@ -40,6 +41,9 @@ def probe(factory: ExecutorFactory, config: ExecutorConfig) -> list[str]:
             if problem:
                 problems.append(problem)
                 break
+    every = _bad_ask(factory(config), ("a/b", "c/d", "e/f"), "every id", "a/b, c/d, e/f")
+    if every:
+        problems.append(every)
     problem = _unknown_answer(factory(config))
     if problem:
         problems.append(problem)

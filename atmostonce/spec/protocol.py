@@ -244,6 +244,10 @@ class StartTimer(Command):
 
 @dataclass(frozen=True)
 class StopTimer(Command):
+    """The timer will not fire; stopping a timer that is not running does nothing. Every
+    harness fires a timer at most once per start and only while it runs, so an executor's
+    handler for it never meets a stale one."""
+
     timer: str
 
 

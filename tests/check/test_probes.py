@@ -46,7 +46,8 @@ def test_the_reference_executor_refuses_every_bad_input() -> None:
 @pytest.mark.clause("D-2")
 def test_an_executor_that_takes_an_ambiguous_id_is_caught() -> None:
     problems = probe(lambda config: Lax(config, ids=True), ExecutorConfig())
-    assert [p[:4] for p in problems] == ["D-2:"] * 3
+    assert [p[:4] for p in problems] == ["D-2:"] * 4
+    assert "every id=" in problems[3]
     assert "session_id=''" in problems[0]
     result = check_conformance("lax", lambda config: Lax(config, ids=True))
     assert not result.ok
