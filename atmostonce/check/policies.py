@@ -32,6 +32,11 @@ class PolicyBook:
     def set_default(self, session_id: str, effect: EffectClass | None) -> None:
         self._defaults[session_id] = effect
 
+    def deadline(self, tool: str) -> float | None:
+        """The approval deadline the tool's policy sets now, if any (D-32)."""
+        policy = self._set.get(tool, (None, None))[0]
+        return policy.approval_deadline if policy is not None else None
+
     def now(self, tool: str, session_id: str) -> EffectivePolicy:
         """The policy a call of `tool` in `session_id` asked now gets."""
         default = self._defaults.get(session_id)

@@ -8,6 +8,9 @@ from atmostonce.spec.errors import SpecError
 from atmostonce.spec.policy import EffectClass, EffectivePolicy, ToolPolicy, resolve_policy
 
 LEDGER_MODES = ("plain", "key", "business")
+CHANGED_DEADLINE = 60.0
+"""Seconds of the approval deadline a changed policy sets (D-32); the policies a check starts
+with leave it to the engine's setting."""
 
 
 @dataclass(frozen=True)
@@ -27,14 +30,23 @@ class ToolSpec:
         return self.policy.effect
 
     def changed_policy(self) -> ToolPolicy:
-        """The policy the tool gets when the developer changes it (TC-SNAP-2)."""
+        """The policy the tool gets when the developer changes it (TC-SNAP-2), with an approval
+        deadline of its own (D-32)."""
         if self.effect is EffectClass.UNCLASSIFIED:
-            return ToolPolicy(EffectClass.IDEMPOTENT_WRITE)
-        return ToolPolicy(self.effect, not resolve_policy(self.policy).requires_approval)
+            return ToolPolicy(EffectClass.IDEMPOTENT_WRITE, None, CHANGED_DEADLINE)
+        return ToolPolicy(self.effect, not resolve_policy(self.policy).requires_approval,
+                          CHANGED_DEADLINE)
 
     def variant(self, changed: bool) -> EffectivePolicy:
         """The effective policy before (`changed` false) or after a policy change."""
         return resolve_policy(self.changed_policy() if changed else self.policy)
+
+    def deadline(self, changed: bool) -> float | None:
+        """The approval deadline the policy before or after a change sets (D-32); None leaves
+        it to the engine's setting. A call keeps the one in force when it was asked: the model
+        abstracts time, so any deadline may pass at any step of the wait, and conformance
+        compares the executor's kept deadline and its timer with this one."""
+        return (self.changed_policy() if changed else self.policy).approval_deadline
 
 
 def parse_tool(text: str) -> ToolSpec:

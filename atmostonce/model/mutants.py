@@ -120,6 +120,10 @@ MUTANTS: tuple[ModelMutant, ...] = (
     ModelMutant("succeed_on_loss", "TC-REC-SUCC",
                 "a call whose worker was lost is recorded succeeded", "A-SUCCEEDED-RETURNED",
                 _succeed_on_loss),
+    ModelMutant("history_restart_unreached", "D-30",
+                "reconcile's history step reads an attempt lost at a server restart as never "
+                "reached, and reports that the tool did not run", "A-DID-NOT-RUN-TRUE",
+                lambda: Protocol(restart_loss_reached=False)),
 )
 
 BY_NAME: Mapping[str, ModelMutant] = {m.name: m for m in MUTANTS}

@@ -8,9 +8,12 @@ A run does the page's four steps for one session:
 2. Rebuild each call's idempotency key from the tool result's turn and call ids (TC-RCN-KEY);
    a call whose key a user message already names was reported by an earlier run and is
    skipped (`atmostonce.spec.reconcile.pending_reports`, TC-RCN-ONCE).
-3. Ask the service what happened (TC-RCN-ASK): a `check(key, tool arguments as JSON)` the
-   caller passes returns the finding, or `ledger_check` asks the effect ledger, which holds
-   every write the tools made with their keys and every run the workers started.
+3. Ask the Flow's history, then the service (TC-RCN-HISTORY, TC-RCN-ASK, D-30): when the
+   snapshot's history of the call shows that no attempt ever reached a worker, the tool did not
+   run and the report says so without asking the service (`history_finding`); otherwise a
+   `check(key, tool arguments as JSON)` the caller passes returns the finding, or
+   `ledger_check` asks the effect ledger, which holds every write the tools made with their
+   keys and every run the workers started.
 4. Tell the session (TC-RCN-TELL): one `send_user_message` per call, worded as a note from the
    application that names the key (`spec.reconcile.report_text`), since the model reads it as
    the user's words.
@@ -31,7 +34,12 @@ from typing import Any, Protocol
 
 from atmostonce.runtime.ledger_client import AsyncLedger
 from atmostonce.spec.errors import SpecError
-from atmostonce.spec.reconcile import pending_reports, report_text, unknown_result
+from atmostonce.spec.reconcile import (
+    history_finding,
+    pending_reports,
+    report_text,
+    unknown_result,
+)
 from atmostonce.spec.session import AgentSnapshot
 
 OutcomeCheck = Callable[[str, str], Awaitable[str]]
@@ -58,6 +66,8 @@ class Report:
     key: str
     text: str
     accepted: bool
+    from_history: bool = False
+    """The finding came from the Flow's history, and the service was not asked (D-30)."""
 
 
 @dataclass
@@ -80,8 +90,8 @@ class ReconcileRun:
     def as_json(self) -> dict[str, object]:
         return {"session": self.session_id, "unknown": self.unknown,
                 "already_reported": self.already_reported,
-                "reported": [{"key": r.key, "text": r.text, "accepted": r.accepted}
-                             for r in self.reports],
+                "reported": [{"key": r.key, "text": r.text, "accepted": r.accepted,
+                              "from_history": r.from_history} for r in self.reports],
                 "interrupted": self.interrupted}
 
 
@@ -106,7 +116,8 @@ async def report_unknown_outcomes(sessions: SessionMessenger, session_id: str,
     run = ReconcileRun(session_id, unknown, unknown - len(pending))
     for call in pending:
         try:
-            finding = await check(call.key, call.tool_arguments)
+            finding, from_history = await find_out(snapshot, call.key, call.tool_arguments,
+                                                   check)
         except Exception as error:
             run.interrupted = f"asking about {call.key} failed: {_reason(error)}"
             return run
@@ -117,11 +128,22 @@ async def report_unknown_outcomes(sessions: SessionMessenger, session_id: str,
             run.interrupted = (f"the report of {call.key} may or may not have reached the "
                                f"session ({_reason(error)}); run the job again")
             return run
-        run.reports.append(Report(call.key, text, accepted))
+        run.reports.append(Report(call.key, text, accepted, from_history))
         if not accepted:
             run.interrupted = f"the session {session_id!r} refused the report of {call.key}"
             return run
     return run
+
+
+async def find_out(snapshot: AgentSnapshot, key: str, arguments: str,
+                   check: OutcomeCheck) -> tuple[str, bool]:
+    """What happened to the call with `key`: the Flow's history is asked first, and only when
+    it does not show that the tool never ran is the service asked (TC-RCN-HISTORY,
+    TC-RCN-ASK, D-30). Returns the finding and whether it came from the history."""
+    found = history_finding(snapshot, key)
+    if found is not None:
+        return found, True
+    return await check(key, arguments), False
 
 
 def shows_nothing(snapshot: AgentSnapshot) -> bool:

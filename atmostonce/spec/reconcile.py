@@ -1,7 +1,7 @@
 """Which outcome_unknown calls a reconcile run still has to report, and how a report reads.
 
 Pure: the runtime's `atmostonce.runtime.reconcile` does the reading and sending.
-Clause ids: TC-RCN-KEY, TC-RCN-TELL, TC-RCN-ONCE.
+Clause ids: TC-RCN-KEY, TC-RCN-TELL, TC-RCN-ONCE, TC-RCN-HISTORY, D-30.
 """
 
 from __future__ import annotations
@@ -11,7 +11,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from atmostonce.spec.keys import build_key
-from atmostonce.spec.session import OUTCOME_UNKNOWN_TOOL_RESULT, Message, MessageRole
+from atmostonce.spec.session import (
+    OUTCOME_UNKNOWN_TOOL_RESULT,
+    AgentSnapshot,
+    Message,
+    MessageRole,
+    ToolCallView,
+)
 
 _REPORTED = re.compile(r"\(tool call ([^\s()]+)\)")
 
@@ -61,3 +67,28 @@ def pending_reports(session_id: str, messages: Iterable[Message]) -> list[Pendin
 def report_text(source: str, finding: str, key: str) -> str:
     """A report worded as a note from the application, naming the call's key (TC-RCN-TELL)."""
     return f"Note from {source}: {finding} (tool call {key})"
+
+
+# TC-RCN-HISTORY, D-30: the finding when the Flow's history settles the question by itself.
+NEVER_REACHED_FINDING = ("the Flow's history shows that no attempt of the call reached a worker: "
+                         "the tool did not run")
+
+
+def never_reached(view: ToolCallView) -> bool:
+    """Whether the call's history shows that no attempt of it ever reached a worker, so the
+    tool did not run (TC-RCN-HISTORY). Only a history the engine shows counts, and only a
+    hand-out counts as the reach (D-5): neither a missing `Started` nor a loss at a server
+    restart says the tool did not run (D-30)."""
+    return view.history and not any(attempt.reached for attempt in view.attempts)
+
+
+def history_finding(snapshot: AgentSnapshot, key: str) -> str | None:
+    """Reconcile's history step, asked before the service (TC-RCN-HISTORY, D-30): the finding
+    when the snapshot's history of the call with `key` shows the tool did not run, else None
+    (the service must be asked)."""
+    for view in snapshot.tool_calls:
+        own = view.idempotency_key or \
+            f"{snapshot.session_id}/{view.turn_id}/{view.tool_call_id}"
+        if own == key:
+            return NEVER_REACHED_FINDING if never_reached(view) else None
+    return None

@@ -204,6 +204,33 @@ def test_a_did_not_run_true_catches_the_wording_after_a_run() -> None:
     assert "A-DID-NOT-RUN-TRUE" in s.properties()
 
 
+@pytest.mark.clause("D-30", "D-31", "TC-RCN-HISTORY")
+def test_a_did_not_run_true_catches_a_history_that_hides_a_hand_out() -> None:
+    s = Story()
+    s.policy("send", NONIDEM, False)
+    s.session()
+    key = s.ask("send", "c1")
+    s.hand(key, "a1", "w1", "send")
+    s.lost("w1")
+    s.publish(key, S.OUTCOME_UNKNOWN, UNKNOWN)
+    s.snapshot(key, S.OUTCOME_UNKNOWN, UNKNOWN, unreached=True)
+    assert "A-DID-NOT-RUN-TRUE" in s.properties()
+
+
+@pytest.mark.clause("D-30", "TC-RCN-HISTORY", "TC-REC-NOTRUN")
+def test_a_history_with_no_reach_holds_until_a_run_of_the_call_shows_up() -> None:
+    s = Story()
+    s.policy("send", NONIDEM, False)
+    s.session()
+    key = s.ask("send", "c1")
+    s.queued(key, "a1")
+    s.publish(key, S.FAILED, DID_NOT_RUN)
+    s.snapshot(key, S.FAILED, DID_NOT_RUN, unreached=True)
+    assert s.check() == []
+    s.run(key, "a1", "w1", "send")
+    assert "A-DID-NOT-RUN-TRUE" in s.properties()
+
+
 @pytest.mark.clause("D-5")
 def test_a_did_not_run_true_catches_a_go_ahead_sent_before_the_hand_out_was_persisted() -> None:
     s = Story()
