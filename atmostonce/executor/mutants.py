@@ -157,11 +157,6 @@ class _RestartRequeuesHanded(ReferenceExecutor):
                               attempt.call.key))
 
 
-class _DeadlineFromSetting(ReferenceExecutor):
-    def deadline_of(self, call: Call) -> float:
-        return self.config.approval_deadline
-
-
 def retry_non_idempotent(config: ExecutorConfig) -> Executor:
     """A single-attempt call whose worker was lost gets a second attempt (TC-EFF-NONIDEM)."""
     return _RetryNonIdempotent(config)
@@ -236,12 +231,6 @@ def restart_requeues_handed(config: ExecutorConfig) -> Executor:
     return _RestartRequeuesHanded(config)
 
 
-def deadline_from_setting(config: ExecutorConfig) -> Executor:
-    """A call waits for approval for the server's deadline, not the one it kept from its ask
-    or its tool's policy (D-32)."""
-    return _DeadlineFromSetting(config)
-
-
 _MUTANTS: tuple[ExecutorMutant, ...] = (
     ExecutorMutant("retry_non_idempotent", retry_non_idempotent, "TC-EFF-NONIDEM",
                    "a single-attempt call whose worker was lost gets a second attempt",
@@ -282,9 +271,6 @@ _MUTANTS: tuple[ExecutorMutant, ...] = (
     ExecutorMutant("restart_requeues_handed", restart_requeues_handed, "D-8",
                    "after a restart an attempt that was out at a worker is handed out again",
                    "A-ONE-WORKER"),
-    ExecutorMutant("deadline_from_setting", deadline_from_setting, "D-32",
-                   "a call waits for the server's approval deadline, not its own",
-                   "A-APPROVAL"),
 )
 
 EXECUTOR_MUTANTS: dict[str, ExecutorMutant] = {m.name: m for m in _MUTANTS}

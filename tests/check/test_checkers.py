@@ -10,6 +10,7 @@ import pytest
 from atmostonce.check import history as h
 from atmostonce.check.checkers import History
 from atmostonce.spec.approval import REPLY_TEXT, ApprovalReply
+from atmostonce.spec.policy import ToolPolicy
 from atmostonce.spec.properties import Kind, of_kind
 from atmostonce.spec.protocol import ExecutorConfig
 from tests.check.story import (
@@ -352,6 +353,22 @@ def test_a_approval_catches_an_answer_accepted_after_the_deadline() -> None:
     s.publish(key, S.REJECTED, "rejected: the approval deadline passed")
     s.answer(key, True, True, ACCEPTED)
     assert "A-APPROVAL" in s.properties()
+
+
+@pytest.mark.clause("D-32", "D-7")
+@pytest.mark.parametrize("own_deadline", [True, False])
+def test_a_refused_answer_past_the_calls_own_deadline_is_judged_by_that_deadline(
+        own_deadline: bool) -> None:
+    s = Story(ExecutorConfig(approval_deadline=300.0))
+    s.add(h.PolicySet(s.now(), "refund",
+                      ToolPolicy(IDEM, True, 2.0 if own_deadline else None), None))
+    s.session()
+    key = s.ask("refund", "c1")
+    s.waits(key)
+    s.answer(key, True, False, REPLY_TEXT[ApprovalReply.DEADLINE_PASSED])
+    s.deadline(key)
+    s.publish(key, S.REJECTED, "rejected: the approval deadline passed")
+    assert ("A-APPROVAL" in s.properties()) is not own_deadline
 
 
 @pytest.mark.clause("TC-REC-REJ")

@@ -1,7 +1,8 @@
 """Conformance judges what the snapshot shows beyond each call's status: the effect class and
-approval rule it kept (TC-SNAP-1), its approval deadline (D-32) and its attempt history
-(D-30). An executor whose snapshot misreports any of them disagrees with the model; one that
-shows none of them is not judged on them."""
+approval rule it kept (TC-SNAP-1), its approval deadline and the timer that keeps it (D-32),
+and its attempt history (D-30). An executor whose snapshot misreports any of them, or that
+waits for another deadline than the call kept, disagrees with the model; one that shows none
+of them is not judged on them."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import pytest
 
 from atmostonce.check.conformance import replay_schedules
 from atmostonce.executor import reference
+from atmostonce.executor.core import ReferenceExecutor
+from atmostonce.executor.state import Call
 from atmostonce.model.check import DEFAULT
 from atmostonce.spec.policy import EffectClass
 from atmostonce.spec.protocol import JSON, Command, Event, Executor, ExecutorConfig
@@ -86,3 +89,19 @@ def test_an_executor_that_shows_no_policy_or_history_is_not_judged_on_them() -> 
     result = replay_schedules(SMALL, _factory(_shows_nothing_new), depth=5, edges=True)
     assert result.ok, result.disagreements[:1]
     assert result.schedules > 100
+
+
+class _DeadlineFromSetting(ReferenceExecutor):
+    """A call waits for the server's approval deadline, not the one it kept (D-32)."""
+
+    def deadline_of(self, call: Call) -> float:
+        return self.config.approval_deadline
+
+
+@pytest.mark.clause("D-32", "TC-SNAP-1")
+def test_an_executor_that_waits_for_the_servers_deadline_disagrees() -> None:
+    result = replay_schedules(SMALL, _DeadlineFromSetting, depth=9, edges=True)
+    assert result.disagreements, "no schedule caught it"
+    log, message = result.disagreements[0]
+    assert "approval timer fires 300 s after the ask" in message
+    assert "change_policy(0)" in log

@@ -13,8 +13,7 @@ from tests.load import patience
 
 
 @pytest.mark.clause("TC-EFF-NONIDEM", "TC-AMO-1", "TC-REC-NOTRUN", "TC-APR-2", "TC-SNAP-1",
-                    "TC-REC-1", "TC-KEY-1", "D-6", "D-5", "TC-RCN-1", "D-4", "D-7", "D-8",
-                    "D-32")
+                    "TC-REC-1", "TC-KEY-1", "D-6", "D-5", "TC-RCN-1", "D-4", "D-7", "D-8")
 @pytest.mark.parametrize("mutant", list(EXECUTOR_MUTANTS.values()), ids=lambda m: m.name)
 def test_verify_exits_1_for_the_executor_mutant(mutant: ExecutorMutant) -> None:
     done = subprocess.run(

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from atmostonce.executor import before_upgrade, mutants, reference
+from atmostonce.executor import before_upgrade, reference
 from atmostonce.spec.policy import EffectClass, ToolPolicy
 from atmostonce.spec.protocol import Ask, ExecutorConfig, SetPolicy, TimerKind
 from atmostonce.spec.reconcile import NEVER_REACHED_FINDING, history_finding, never_reached
@@ -122,15 +122,3 @@ def test_a_restart_keeps_each_waiting_calls_own_deadline() -> None:
     d.restart(after=20.0)
     assert d.timers[(TimerKind.APPROVAL_DEADLINE, key)].delay == 100.0
     assert d.view(key).approval_deadline == 120.0
-
-
-@pytest.mark.clause("D-32")
-def test_the_deadline_mutant_waits_for_the_servers_deadline() -> None:
-    d = ready(ExecutorConfig(approval_deadline=300.0))
-    d.factory = mutants.deadline_from_setting
-    d.executor = d.factory(d.config)
-    d.open()
-    d.send(SetPolicy(d.now, "refund", ToolPolicy(EffectClass.IDEMPOTENT_WRITE, True, 120.0)))
-    key = d.ask("refund", "c1")
-    assert d.view(key).approval_deadline == 120.0
-    assert d.timers[(TimerKind.APPROVAL_DEADLINE, key)].delay == 300.0
