@@ -112,7 +112,7 @@ def _snapshots(out: _Entries, obs: Observations, asked: dict[str, float]) -> Non
                 at = max(snap.sent, asked.get(key, -math.inf) + AFTER)
             sightings.append((at, len(sightings),
                               h.SnapshotSeen(at, key, view.status, view.error,
-                                             view.idempotency_key)))
+                                             view.idempotency_key, h.unreached_of(view))))
     sightings.sort(key=lambda s: s[:2])
     last: dict[str, tuple[str, str, str]] = {}
     for _, _, seen in sightings:

@@ -14,6 +14,7 @@ from atmostonce.check.checker_state import (
     CheckerState,
 )
 from atmostonce.spec.approval import REPLY_TEXT, ApprovalState, answer
+from atmostonce.spec.policy import choose_deadline
 
 _REPLY_BY_TEXT = {text: reply for reply, text in REPLY_TEXT.items()}
 
@@ -29,9 +30,13 @@ class ApprovalChecks(CheckerState):
                                    e.hints_may_lower is not False)
 
     def _call_asked(self, e: h.CallAsked, pos: int) -> None:
-        """TC-SNAP-1: the call keeps the policy in force now, resolved by the spec."""
+        """TC-SNAP-1, D-32: the call keeps the policy and the approval deadline in force now,
+        resolved by the spec."""
         effective = self._policies.now(e.tool, e.session_id)
-        self._calls[e.key] = Call(e.key, e.tool, e.session_id, pos, e.at, effective)
+        call = Call(e.key, e.tool, e.session_id, pos, e.at, effective)
+        call.deadline = choose_deadline(e.approval_deadline, self._policies.deadline(e.tool),
+                                        self.config.approval_deadline)
+        self._calls[e.key] = call
 
     def _approval_answered(self, e: h.ApprovalAnswered, pos: int) -> None:
         """D-7: the first answer (or the deadline) that lands decides; the reply says so."""
@@ -43,7 +48,7 @@ class ApprovalChecks(CheckerState):
             return
         state = c.approval
         if (state is WAITING and not e.ok
-                and e.at >= c.asked_at + self.config.approval_deadline):
+                and e.at >= c.asked_at + c.deadline):
             state = ApprovalState.EXPIRED  # the deadline landed first; its timer was late
         event = APPROVE if e.approve else REJECT
         new, reply = answer(state, event)

@@ -83,11 +83,11 @@ class Attempt:
 
 class Call:
     __slots__ = (
-        "approval", "approval_pos", "asked_at", "attempts", "current", "first_hand",
+        "approval", "approval_pos", "asked_at", "attempts", "current", "deadline", "first_hand",
         "handed", "key", "lost_before", "policy", "pos", "published", "published_epoch",
         "published_pos", "record", "record_at", "record_error", "record_pos", "reports",
-        "result_ok", "result_pos", "returned", "runs", "session", "single", "snap",
-        "snap_pos", "tool",
+        "result_ok", "result_pos", "returned", "runs", "session", "single", "snap", "snap_pos",
+        "tool", "unreached_pos",
     )
 
     def __init__(self, key: str, tool: str, session: str, pos: int, at: float,
@@ -121,6 +121,10 @@ class Call:
         self.snap: ToolCallStatus | None = None
         self.snap_pos = -1
         self.reports = 0
+        self.unreached_pos = -1
+        """Where a snapshot of the recorded call showed a history with no reach (D-30)."""
+        self.deadline = 0.0
+        """The approval deadline the call kept from ask time (D-32)."""
 
 
 class Run:

@@ -5,8 +5,9 @@ connections, the services tools write to, timers, restarts) against the executor
 protocol. Each model step is translated into protocol events; the one step the executor decides
 for itself, which queued attempt a polling worker gets, is read back from its commands and must
 be a step the model allows. After every step the executor's observable state (each call's
-status and error, how often it was handed out, records published, reports sent) and the
-services' ledgers must agree with the model's.
+status and error, the policy and approval deadline it kept and its approval timer, its attempt
+history, how often it was handed out, records published, reports sent) and the services'
+ledgers must agree with the model's.
 
 `replay_schedules` replays, within a depth, the shortest schedule of every state the explorer
 reaches, or that schedule followed by each transition out of the state; `Lockstep` is also what
@@ -25,6 +26,12 @@ from dataclasses import dataclass, field
 from atmostonce.check import guard
 from atmostonce.check.lockstep_environment import EnvironmentActions
 from atmostonce.check.lockstep_state import SESSION, Disagreement
+from atmostonce.check.lockstep_views import (
+    history_problem,
+    kept_deadline,
+    policy_problem,
+    timer_problem,
+)
 from atmostonce.model import layout as m
 from atmostonce.model.config import ModelConfig
 from atmostonce.model.explorer import Explorer
@@ -32,7 +39,7 @@ from atmostonce.model.layout import Label, State
 from atmostonce.model.system import System
 from atmostonce.spec import protocol as p
 from atmostonce.spec.records import RejectReason, failure_text, reject_text
-from atmostonce.spec.session import ToolCallStatus
+from atmostonce.spec.session import ToolCallStatus, ToolCallView
 
 
 class Lockstep(EnvironmentActions):
@@ -120,6 +127,7 @@ class Lockstep(EnvironmentActions):
                 if view.error != reject_text(reason):
                     raise Disagreement(f"call {i} ({key}) was rejected with {view.error!r}, "
                                        f"the model says {reject_text(reason)!r}")
+            self._compare_kept(i, key, c, view)
             hands = m.hands(c[m.G])
             if self.hand_outs.get(key, 0) != hands:
                 raise Disagreement(f"call {i} ({key}) was handed out "
@@ -137,6 +145,19 @@ class Lockstep(EnvironmentActions):
                 raise Disagreement(f"the service of {tool.name} applied "
                                    f"{self.effects.get(tool.name, 0)} effects, the model "
                                    f"{expected_effects}")
+
+
+    def _compare_kept(self, i: int, key: str, c: m.Call, view: ToolCallView) -> None:
+        """The policy and deadline the call kept, its approval timer while it waits, and its
+        attempt history must be the model's (TC-SNAP-1, D-30, D-32)."""
+        setting = self.executor_config.approval_deadline
+        found = policy_problem(self.system, self.config, setting, c, view) \
+            or history_problem(c, view)
+        if found is None and c[m.CS] == m.C_AWAIT:
+            found = timer_problem(self.timers, self.timer_clock, self.asked_clock[key], key,
+                                  kept_deadline(self.config, setting, c))
+        if found is not None:
+            raise Disagreement(f"call {i} ({key}) {found}")
 
 
 def _status(cs: int) -> ToolCallStatus:

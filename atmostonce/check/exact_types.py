@@ -9,6 +9,7 @@ problem. `json_ok` is the same fast test of a journal entry's JSON.
 from __future__ import annotations
 
 import dataclasses
+import types
 import typing
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -42,6 +43,9 @@ class Compiler:
         origin = typing.get_origin(hint)
         if origin is dict or origin is tuple:
             return f"type({var}) is {origin.__name__}"
+        if origin is types.UnionType:
+            return "(" + " or ".join(f"{var} is None" if arg is type(None) else
+                                     self.test(arg, var) for arg in typing.get_args(hint)) + ")"
         if hint is float:
             return f"(type({var}) is float or type({var}) is int)"
         return f"type({var}) is {self.name(hint)}"

@@ -39,7 +39,8 @@ from dataclasses import dataclass, fields
 
 from atmostonce.spec.policy import EffectClass, ToolHints, ToolPolicy
 from atmostonce.spec.protocol import TimerKind
-from atmostonce.spec.session import ToolCallStatus
+from atmostonce.spec.reconcile import never_reached
+from atmostonce.spec.session import ToolCallStatus, ToolCallView
 
 
 class RunEnd(enum.Enum):
@@ -85,6 +86,8 @@ class CallAsked(Entry):
     tool_call_id: str
     tool: str
     arguments: str
+    approval_deadline: float | None = None
+    """The call's own approval deadline, when the ask set one (D-32)."""
 
 
 @dataclass(slots=True, unsafe_hash=True)
@@ -162,6 +165,9 @@ class SnapshotSeen(Entry):
     status: ToolCallStatus
     error: str
     idempotency_key: str
+    unreached: bool | None = None
+    """True when the snapshot's attempt history of the call shows that no attempt reached a
+    worker (D-30); None when it shows a reach or no history."""
 
 
 @dataclass(slots=True, unsafe_hash=True)
@@ -251,6 +257,12 @@ class Violation:
         where = ", ".join(f"#{p}" for p in self.positions)
         call = f" [{self.key}]" if self.key else ""
         return f"{self.property}{call}: {self.message} (history {where})"
+
+
+def unreached_of(view: ToolCallView) -> bool | None:
+    """`SnapshotSeen.unreached` for a call the snapshot shows: True for a recorded call whose
+    history shows that no attempt reached a worker, which reconcile reports as not run (D-30)."""
+    return True if view.status.final and never_reached(view) else None
 
 
 def describe(entry: Entry) -> str:

@@ -31,6 +31,7 @@ class EnvironmentActions(LockstepState):
         key = f"{SESSION}/turn-{i}/call-{i}"
         self.keys.append(key)
         self.tools.append(self.config.tools[tool].name)
+        self.asked_clock[key] = self.clock
         self._send(p.Ask(self.clock, SESSION, f"turn-{i}", f"call-{i}",
                          self.config.tools[tool].name))
 

@@ -53,10 +53,15 @@ class LockstepState:
         self.state: State = self.system.initial()
         self.factory = factory
         self.log: list[str] = []
-        self.executor: p.Executor = guard.build(factory, executor_config(config), True)
+        self.executor_config = executor_config(config)
+        self.executor: p.Executor = guard.build(factory, self.executor_config, True)
         self.clock = 0.0
         self.journal: list[dict[str, p.JSON]] = []
         self.timers: dict[str, p.StartTimer] = {}
+        self.timer_clock: dict[str, float] = {}
+        """When each running timer was started, on the harness's clock."""
+        self.asked_clock: dict[str, float] = {}
+        """When each call was asked, by key."""
         self.workers = [Worker(f"w{i}") for i in range(config.workers)]
         self.keys: list[str] = []
         self.tools: list[str] = []
@@ -117,6 +122,7 @@ class LockstepState:
                 self.attempt_key[command.attempt] = command.key
             elif isinstance(command, p.StartTimer):
                 self.timers[command.timer] = command
+                self.timer_clock[command.timer] = self.clock
                 if command.kind is p.TimerKind.RETRY_BACKOFF:
                     backoffs.append(command.timer)
             elif isinstance(command, p.StopTimer):

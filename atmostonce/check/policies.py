@@ -33,6 +33,11 @@ class PolicyBook:
                     hints_may_lower: bool = True) -> None:
         self._defaults[session_id] = (effect, hints_may_lower)
 
+    def deadline(self, tool: str) -> float | None:
+        """The approval deadline the tool's policy sets now, if any (D-32)."""
+        policy = self._set.get(tool, (None, None))[0]
+        return policy.approval_deadline if policy is not None else None
+
     def now(self, tool: str, session_id: str) -> EffectivePolicy:
         """The policy a call of `tool` in `session_id` asked now gets."""
         default, lowers = self._defaults.get(session_id, (None, True))

@@ -74,6 +74,20 @@ class RecordChecks(CheckerState):
         c.snap_pos = pos
         if c.record is None:
             self._recorded(c, status, e.error, pos, e.at)
+        if e.unreached:
+            self._history_unreached(c, pos)
+
+    def _history_unreached(self, c: Call, pos: int) -> None:
+        """A-DID-NOT-RUN-TRUE for the Flow's history (D-30): reconcile reports that a recorded
+        call's tool did not run when its history shows no attempt reached a worker, so that
+        must hold like the did-not-run wording (`run_checks` judges the runs that come later)."""
+        if c.unreached_pos < 0:
+            c.unreached_pos = pos
+        if c.handed or c.runs:
+            self._bad("A-DID-NOT-RUN-TRUE", c,
+                      "the snapshot's history shows no attempt reached a worker, after "
+                      f"{c.handed} hand-out(s) to a worker and {len(c.runs)} run(s) in the "
+                      "ledger", c.first_hand, c.runs[0].pos if c.runs else -1, pos)
 
     def _record_published(self, e: h.RecordPublished, pos: int) -> None:
         c = self._calls.get(e.key)

@@ -37,6 +37,10 @@ class RunChecks(CheckerState):
                 self._bad("A-ONE-WORKER", c,
                           f"attempt {e.attempt} ran at {other.worker} and at {e.worker}",
                           other.pos, pos)
+        if c.unreached_pos >= 0:
+            self._bad("A-DID-NOT-RUN-TRUE", c,
+                      "the tool ran after a snapshot's history showed no attempt reached a "
+                      "worker (D-30)", c.unreached_pos, pos)
         record = c.record
         if record is not None:
             if DID_NOT_RUN_PREFIX in c.record_error:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import reprlib
+import types
 import typing
 
 from atmostonce.spec import protocol as p
@@ -75,7 +76,15 @@ def problem(value: object, hint: object, where: str) -> str | None:
             if found is not None:
                 return found
         return None
-    if hint is float:
+    if typing.get_origin(hint) is types.UnionType:
+        options = typing.get_args(hint)
+        if value is None and type(None) in options:
+            return None
+        inner = [h for h in options if h is not type(None)]
+        if len(inner) == 1:
+            return problem(value, inner[0], where)
+        fits = isinstance(value, typing.cast(type, hint))
+    elif hint is float:
         fits = isinstance(value, int | float) and not isinstance(value, bool)
     else:
         fits = isinstance(value, typing.cast(type, hint))

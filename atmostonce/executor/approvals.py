@@ -1,6 +1,6 @@
 """The rules about asking and approval: a new call, its key and kept policy, then a wait for a
 person's answer or the deadline, or its first attempt (TC-KEY-2, TC-SNAP-1, TC-APR-2, TC-APR-3,
-TC-APR-4, TC-REC-REJ, D-2, D-7).
+TC-APR-4, TC-REC-REJ, D-2, D-7, D-32).
 """
 
 from __future__ import annotations
@@ -29,8 +29,9 @@ class ApprovalRules(AttemptRules):
 
     def on_ask(self, event: Ask) -> list[Command]:
         """A new call: its key (TC-KEY-2; SpecError for an ambiguous component, D-2), its policy
-        resolved now and kept (TC-SNAP-1), then a wait for approval or its first attempt
-        (TC-APR-2, TC-APR-3, TC-APR-4). A second ask with the same key is ignored."""
+        resolved now and kept with its approval deadline (TC-SNAP-1, D-32), then a wait for
+        approval or its first attempt (TC-APR-2, TC-APR-3, TC-APR-4). A second ask with the
+        same key is ignored."""
         key = call_key(event.session_id, event.turn_id, event.tool_call_id)
         state = self.state
         if key in state.calls:
@@ -40,16 +41,18 @@ class ApprovalRules(AttemptRules):
         if session is None:
             session = self.open_session(event.session_id, None, event.at, out)
         policy = self.resolve(event.tool, session)
+        deadline = self.ask_deadline(event.tool, event.approval_deadline)
         call = Call(key, session, event.turn_id, event.tool_call_id, event.tool,
-                    event.arguments, policy, event.at, initial_approval(policy.requires_approval))
+                    event.arguments, policy, event.at, initial_approval(policy.requires_approval),
+                    deadline)
         state.calls[key] = call
         session.calls.append(call)
         out.append(Persist(journal.ask_entry(event.at, key, event.session_id, event.turn_id,
                                              event.tool_call_id, event.tool, event.arguments,
-                                             policy)))
+                                             policy, deadline)))
         if call.approval is WAITING:
-            out.append(StartTimer(APPROVAL_ID + key, self.config.approval_deadline,
-                                  APPROVAL, key, key))
+            out.append(StartTimer(APPROVAL_ID + key, self.deadline_of(call), APPROVAL, key,
+                                  key))
         else:
             self.queue_attempt(call, event.at, out)
         return out

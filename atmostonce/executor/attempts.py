@@ -35,7 +35,7 @@ class AttemptRules(PolicyRules):
 
     def queue_attempt(self, call: Call, at: float, out: list[Command]) -> None:
         """Queue the call's next attempt; it never reached a worker until it is handed out."""
-        attempt = self.state.new_attempt(call)
+        attempt = self.state.new_attempt(call, at)
         out.append(Persist(journal.queued_entry(at, attempt)))
         out.append(StartTimer(QUEUE_ID + attempt.id, self.config.queue_timeout, QUEUE,
                               attempt.id, call.key))
@@ -73,7 +73,7 @@ class AttemptRules(PolicyRules):
         """Hand the attempt to this worker and to no other, ever (TC-AMO-1, D-5). The run
         timeout starts with the go-ahead, since the tool may start before `Started` arrives
         (TC-REC-LOST), and starts again at `Started`."""
-        self.state.hand(attempt, worker.name)
+        self.state.hand(attempt, worker.name, at)
         call = attempt.call
         out.append(StopTimer(QUEUE_ID + attempt.id))
         persist = Persist(journal.handed_entry(at, attempt, worker.name))
@@ -137,7 +137,7 @@ class AttemptRules(PolicyRules):
         """The attempt ended with `end`: durably, then another attempt after the backoff or the
         call's record. `may_go_on` remembers a run that may still be going (TC-AMO-3)."""
         was_out = attempt.phase is not QUEUED
-        self.state.end(attempt, end)
+        self.state.end(attempt, end, at)
         if was_out and end is not CANCELLED:
             out.append(StopTimer(RUN_ID + attempt.id))
         if may_go_on:

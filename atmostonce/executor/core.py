@@ -100,8 +100,8 @@ class ReferenceExecutor(RestartRules, ApprovalRules):
         return handler(event) if handler is not None else []
 
     def snapshot(self, session_id: str) -> AgentSnapshot:
-        """`get_agent_snapshot` (TC-RCN-FIND)."""
-        return snapshot(self.state, session_id)
+        """`get_agent_snapshot` (TC-RCN-FIND, TC-SNAP-1, D-30, D-32)."""
+        return snapshot(self.state, session_id, self.config.approval_deadline)
 
     # -- timers -----------------------------------------------------------------------------------
 

@@ -36,6 +36,8 @@ class Asked(NamedTuple):
     tool: str
     arguments: str
     policy: EffectivePolicy
+    approval_deadline: float | None
+    """None in a journal written before calls kept their own deadline (D-32)."""
 
 
 class Answered(NamedTuple):

@@ -47,12 +47,15 @@ def policy_entry(at: float, tool: str, policy: ToolPolicy | None,
     if hints is not None:
         hints_json = {"read_only": hints.read_only, "idempotent": hints.idempotent,
                       "destructive": hints.destructive}
-    return {
+    entry: Entry = {
         "type": "policy", "at": at, "tool": tool,
         "effect": policy.effect._value_ if policy is not None else None,
         "requires_approval": policy.requires_approval if policy is not None else None,
         "hints": hints_json,
     }
+    if policy is not None and policy.approval_deadline is not None:
+        entry["approval_deadline"] = policy.approval_deadline
+    return entry
 
 
 def session_entry(at: float, session_id: str, default_effect: EffectClass | None,
@@ -68,13 +71,14 @@ def session_entry(at: float, session_id: str, default_effect: EffectClass | None
 
 
 def ask_entry(at: float, key: str, session_id: str, turn_id: str, tool_call_id: str, tool: str,
-              arguments: str, policy: EffectivePolicy) -> Entry:
-    """A call and the effective policy it keeps from now on (TC-SNAP-1)."""
+              arguments: str, policy: EffectivePolicy, approval_deadline: float) -> Entry:
+    """A call and the effective policy and approval deadline it keeps from now on (TC-SNAP-1,
+    D-32)."""
     return {
         "type": "ask", "at": at, "key": key, "session_id": session_id, "turn_id": turn_id,
         "tool_call_id": tool_call_id, "tool": tool, "arguments": arguments,
         "effect": policy.effect._value_, "requires_approval": policy.requires_approval,
-        "source": policy.source._value_,
+        "source": policy.source._value_, "approval_deadline": approval_deadline,
     }
 
 

@@ -14,7 +14,14 @@ from collections.abc import Mapping
 
 from atmostonce.executor import journal
 from atmostonce.executor.state import Call, ExecutorState, Registered, Session
-from atmostonce.spec.policy import EffectClass, EffectivePolicy, Step, resolve_policy, step_for
+from atmostonce.spec.policy import (
+    EffectClass,
+    EffectivePolicy,
+    Step,
+    choose_deadline,
+    resolve_policy,
+    step_for,
+)
 from atmostonce.spec.protocol import (
     Command,
     ExecutorConfig,
@@ -90,6 +97,19 @@ class PolicyRules:
                 policy = resolve_policy(registered.policy, registered.hints, default, lowers)
             of_tool[slot] = policy
         return policy
+
+    def ask_deadline(self, tool: str, asked: float | None) -> float:
+        """The approval deadline a call of `tool` asked now keeps: the ask's, else the tool
+        policy's, else the executor's setting (D-32)."""
+        registered = self.state.policies.get(tool)
+        policy = registered.policy if registered is not None else None
+        return choose_deadline(asked, policy.approval_deadline if policy is not None else None,
+                               self.config.approval_deadline)
+
+    def deadline_of(self, call: Call) -> float:
+        """The approval deadline `call` kept from ask time (D-32, TC-SNAP-1)."""
+        kept = call.approval_deadline
+        return self.config.approval_deadline if kept is None else kept
 
     def policy_of(self, call: Call) -> EffectivePolicy:
         """The policy every decision about `call` reads: the one it kept from ask time

@@ -28,7 +28,14 @@ from atmostonce.executor.keys import call_key
 from atmostonce.executor.state import attempt_id
 from atmostonce.spec.approval import ApprovalState
 from atmostonce.spec.errors import SpecError
-from atmostonce.spec.policy import EffectClass, EffectivePolicy, PolicySource, ToolHints, ToolPolicy
+from atmostonce.spec.policy import (
+    EffectClass,
+    EffectivePolicy,
+    PolicySource,
+    ToolHints,
+    ToolPolicy,
+    deadline_problem,
+)
 from atmostonce.spec.protocol import JSON
 from atmostonce.spec.records import AttemptEnd, FailureKind, Outcome, Record
 
@@ -97,6 +104,14 @@ class _Reader:
             self.fail(f"field 'at' must be a finite number, got {value!r}")
         return float(value)
 
+    def optional_deadline(self) -> float | None:
+        """The entry's approval deadline (D-32); absent or null in older journals."""
+        value = self.entry.get("approval_deadline")
+        problem = deadline_problem(value)
+        if problem is not None:
+            self.fail(f"field 'approval_deadline' {problem}")
+        return None if value is None else float(value)  # type: ignore[arg-type]
+
     def number(self) -> int:
         value = self._get("number")
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -160,7 +175,10 @@ def _policy(r: _Reader) -> PolicySet:
     requires = r.optional_flag("requires_approval")
     if effect is None and requires is not None:
         r.fail("requires_approval is set but the effect is null")
-    policy = ToolPolicy(effect, requires) if effect is not None else None
+    deadline = r.optional_deadline()
+    if effect is None and deadline is not None:
+        r.fail("approval_deadline is set but the effect is null")
+    policy = ToolPolicy(effect, requires, deadline) if effect is not None else None
     hints_value = r.entry.get("hints")
     hints = None
     if hints_value is not None:
@@ -193,7 +211,7 @@ def _ask(r: _Reader) -> Asked:
         r.fail("field 'effect' must not be null")
     policy = _policy_kept(effect, r.flag("requires_approval"), r.enum("source", PolicySource))
     return Asked(r.time(), key, session_id, turn_id, call_id, r.name("tool"),
-                 r.text("arguments"), policy)
+                 r.text("arguments"), policy, r.optional_deadline())
 
 
 _KEPT: dict[tuple[str, bool, str], EffectivePolicy] = {}

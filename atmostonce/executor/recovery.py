@@ -127,7 +127,7 @@ class _Fold:
         session = self.session(fact.session_id)
         call = Call(fact.key, session, fact.turn_id, fact.tool_call_id, fact.tool,
                     fact.arguments, fact.policy, fact.at,
-                    initial_approval(fact.policy.requires_approval))
+                    initial_approval(fact.policy.requires_approval), fact.approval_deadline)
         self.state.calls[fact.key] = call
         session.calls.append(call)
 
@@ -139,12 +139,12 @@ class _Fold:
         if call.current is not None and call.current.phase is not Phase.ENDED:
             self.fail(f"attempt {fact.number} of {fact.key!r} queued while attempt "
                       f"{call.current.number} has not ended")
-        self.state.new_attempt(call)
+        self.state.new_attempt(call, fact.at)
 
     def handed(self, fact: facts.Handed) -> None:
         attempt = self.live(fact.attempt)
         if attempt.phase is Phase.QUEUED:
-            self.state.hand(attempt, fact.worker)
+            self.state.hand(attempt, fact.worker, fact.at)
         else:
             attempt.worker = fact.worker
 
@@ -153,7 +153,7 @@ class _Fold:
         if fact.end not in ENDS_FROM[attempt.phase]:
             where = "was never handed out" if attempt.phase is Phase.QUEUED else "was handed out"
             self.fail(f"attempt {fact.attempt!r} cannot end {fact.end.value}: it {where}")
-        self.state.end(attempt, fact.end)
+        self.state.end(attempt, fact.end, fact.at)
         if fact.may_still_run:
             self.state.abandon(attempt)
         call = attempt.call

@@ -30,7 +30,8 @@ class RestartRules(WorkerRules):
 
     def recover(self, journal: Sequence[dict[str, JSON]], at: float) -> list[Command]:
         """Rebuild from the journal, then handle the restart (D-8): attempts out at a worker end
-        as lost to it, queued ones stay queued, waiting approvals keep their deadline, and every
+        as lost to it, queued ones stay queued, waiting approvals keep their own deadline (D-32),
+        and every
         worker that may still run an abandoned run must come back or be declared lost."""
         if not self.state.empty:
             raise SpecError("recover needs a fresh executor; this one already has state")
@@ -62,7 +63,7 @@ class RestartRules(WorkerRules):
         elif call.approval is ApprovalState.EXPIRED:
             self.finalize(call, rejected(RejectReason.DEADLINE), "", at, out)
         elif call.approval is WAITING:
-            left = max(0.0, call.asked_at + self.config.approval_deadline - at)
+            left = max(0.0, call.asked_at + self.deadline_of(call) - at)
             out.append(StartTimer(APPROVAL_ID + call.key, left, APPROVAL, call.key,
                                   call.key))
         elif call.backoff:

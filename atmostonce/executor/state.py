@@ -88,6 +88,8 @@ class Call:
     policy: EffectivePolicy
     asked_at: float
     approval: ApprovalState
+    approval_deadline: float | None = None
+    """The deadline the call kept from ask time (D-32); None: the executor's setting."""
     attempts_made: int = 0
     current: Attempt | None = None
     reached: bool = False
@@ -99,6 +101,8 @@ class Call:
     pending_output: str = ""
     outcome: Outcome | None = None
     output: str = ""
+    history: list[Attempt] = field(default_factory=list)
+    """Every attempt of the call, in order, ended ones too: the Flow's history (D-30)."""
 
 
 @dataclass(slots=True, eq=False)
@@ -114,6 +118,11 @@ class Attempt:
     run_timer: StartTimer | None = None
     """The command that starts its run timeout, made at the hand-out and sent again at
     `Started`: commands are values, so one serves both."""
+    queued_at: float = 0.0
+    handed_at: float | None = None
+    started_at: float | None = None
+    """When its `Started` reached this executor; not journaled, so unknown after a restart."""
+    ended_at: float | None = None
 
 
 @dataclass(slots=True, eq=False)
@@ -162,10 +171,11 @@ class ExecutorState:
 
     # -- attempts ---------------------------------------------------------------------------------
 
-    def new_attempt(self, call: Call) -> Attempt:
+    def new_attempt(self, call: Call, at: float) -> Attempt:
         """Queue the call's next attempt, numbered from 1."""
         number = call.attempts_made + 1
-        attempt = Attempt(attempt_id(call.key, number), call, number)
+        attempt = Attempt(attempt_id(call.key, number), call, number, queued_at=at)
+        call.history.append(attempt)
         call.attempts_made = number
         call.current = attempt
         call.backoff = False
@@ -173,11 +183,12 @@ class ExecutorState:
         self.queue[attempt.id] = attempt
         return attempt
 
-    def hand(self, attempt: Attempt, worker: str) -> None:
+    def hand(self, attempt: Attempt, worker: str, at: float) -> None:
         """The attempt goes to `worker`: from now on it counts as reached (D-5)."""
         del self.queue[attempt.id]
         attempt.phase = ATTEMPT_TABLE[(attempt.phase, "hand")]
         attempt.worker = worker
+        attempt.handed_at = at
         holder = self.workers.get(worker)
         if holder is not None:
             holder.holding = attempt
@@ -187,12 +198,14 @@ class ExecutorState:
         self.release(attempt)
         attempt.phase = Phase.QUEUED
         attempt.worker = None
+        attempt.handed_at = attempt.started_at = None
         self.queue[attempt.id] = attempt
 
-    def end(self, attempt: Attempt, end: AttemptEnd) -> None:
+    def end(self, attempt: Attempt, end: AttemptEnd, at: float) -> None:
         """The attempt ended: it leaves the live tables and its worker no longer holds it."""
         attempt.phase = ATTEMPT_TABLE[(attempt.phase, "end")]
         attempt.end = end
+        attempt.ended_at = at
         self.live.pop(attempt.id, None)
         self.queue.pop(attempt.id, None)
         self.release(attempt)

@@ -1,15 +1,17 @@
-"""What the session API shows: the snapshot's tool calls, and the tool result message a record
-adds to the history (TC-REC-2, TC-RCN-FIND)."""
+"""What the session API shows: the snapshot's tool calls with the policy and approval deadline
+each kept and its attempt history, and the tool result message a record adds to the history
+(TC-REC-2, TC-RCN-FIND, TC-SNAP-1, D-30, D-32)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from atmostonce.executor.state import Call, ExecutorState
+from atmostonce.executor.state import Attempt, Call, ExecutorState
 from atmostonce.spec.approval import ApprovalState
 from atmostonce.spec.records import Outcome, Record
 from atmostonce.spec.session import (
     AgentSnapshot,
+    AttemptView,
     Message,
     MessageRole,
     ToolCallStatus,
@@ -47,18 +49,31 @@ def status_of(call: Call) -> ToolCallStatus:
     return _RUNNING
 
 
-def call_view(call: Call) -> ToolCallView:
+def attempt_view(attempt: Attempt) -> AttemptView:
+    """One attempt as the Flow's history shows it (D-30)."""
+    return AttemptView(attempt.number, attempt.queued_at, attempt.worker or "",
+                       attempt.handed_at, attempt.started_at, attempt.ended_at, attempt.end)
+
+
+def call_view(call: Call, deadline: float) -> ToolCallView:
     """One call as `get_agent_snapshot` lists it: an unknown outcome shows its status and error
-    and the key to reconcile it with (TC-RCN-FIND, TC-RCN-KEY)."""
+    and the key to reconcile it with (TC-RCN-FIND, TC-RCN-KEY); every call shows the effect
+    class and approval rule it kept at ask time (TC-SNAP-1), its approval `deadline` when it
+    needs approval (D-32), and its attempts (D-30)."""
     error = call.outcome.error if call.outcome is not None else ""
+    policy = call.policy
     return ToolCallView(call.turn_id, call.tool_call_id, call.tool, status_of(call), error,
-                        call.key)
+                        call.key, policy.effect, policy.requires_approval,
+                        deadline if policy.requires_approval else None,
+                        tuple([attempt_view(a) for a in call.history]), True)
 
 
-def snapshot(state: ExecutorState, session_id: str) -> AgentSnapshot:
-    """The session's calls in ask order and its messages in order; empty for an unknown one."""
+def snapshot(state: ExecutorState, session_id: str, setting: float) -> AgentSnapshot:
+    """The session's calls in ask order and its messages in order; empty for an unknown one.
+    `setting` is the executor's approval deadline, for calls from a journal that kept none."""
     session = state.sessions.get(session_id)
     if session is None:
         return AgentSnapshot(session_id, (), ())
-    return AgentSnapshot(session_id, tuple([call_view(c) for c in session.calls]),
-                         tuple(session.messages))
+    views = [call_view(c, setting if c.approval_deadline is None else c.approval_deadline)
+             for c in session.calls]
+    return AgentSnapshot(session_id, tuple(views), tuple(session.messages))

@@ -83,6 +83,7 @@ class WorkerRules(AttemptRules):
         if attempt is not None and attempt.phase is HANDED and \
                 attempt.worker == event.worker:
             attempt.phase = STARTED
+            attempt.started_at = event.at
             out.append(self.run_timer(attempt))
         return out
 

@@ -14,6 +14,9 @@ from atmostonce.spec.policy import (
 )
 
 LEDGER_MODES = ("plain", "key", "business")
+CHANGED_DEADLINE = 60.0
+"""Seconds of the approval deadline a changed policy sets (D-32); the policies a check starts
+with leave it to the engine's setting."""
 
 
 @dataclass(frozen=True)
@@ -48,12 +51,14 @@ class ToolSpec:
         return None if self.hint is not None else self.policy
 
     def changed_policy(self) -> ToolPolicy:
-        """The policy the tool gets when the developer changes it (TC-SNAP-2)."""
+        """The policy the tool gets when the developer changes it (TC-SNAP-2), with an approval
+        deadline of its own (D-32)."""
         if self.hint is not None:
-            return self.policy
+            return replace(self.policy, approval_deadline=CHANGED_DEADLINE)
         if self.effect is EffectClass.UNCLASSIFIED:
-            return ToolPolicy(EffectClass.IDEMPOTENT_WRITE)
-        return ToolPolicy(self.effect, not resolve_policy(self.policy).requires_approval)
+            return ToolPolicy(EffectClass.IDEMPOTENT_WRITE, None, CHANGED_DEADLINE)
+        return ToolPolicy(self.effect, not resolve_policy(self.policy).requires_approval,
+                          CHANGED_DEADLINE)
 
     def variant(self, changed: bool, session_default: EffectClass | None = None,
                 hints_may_lower: bool = True) -> EffectivePolicy:
@@ -62,6 +67,14 @@ class ToolSpec:
         if changed:
             return resolve_policy(self.changed_policy(), None, session_default, hints_may_lower)
         return resolve_policy(self.initial_policy, self.hints, session_default, hints_may_lower)
+
+    def deadline(self, changed: bool) -> float | None:
+        """The approval deadline the policy before or after a change sets (D-32); None leaves
+        it to the engine's setting. A call keeps the one in force when it was asked: the model
+        abstracts time, so any deadline may pass at any step of the wait, and conformance
+        compares the executor's kept deadline and its timer with this one."""
+        policy = self.changed_policy() if changed else self.initial_policy
+        return None if policy is None else policy.approval_deadline
 
 
 _HINTS = {

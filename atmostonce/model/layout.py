@@ -105,6 +105,7 @@ G_KEYBAD = 1 << 10
 G_LEND_SHIFT, G_LEND_MASK = 11, 7
 G_HB = 1 << 14
 G_DEADLINE = 1 << 15  # rejected because the approval deadline passed, not by a person
+G_HISTORY_NOT_RUN = 1 << 16  # reconcile reported from the history that the tool did not run
 
 Call = tuple[int, ...]
 Run = tuple[int, int, int]  # (worker, run state, attempt number)

@@ -135,6 +135,10 @@ MUTANTS: tuple[ModelMutant, ...] = (
     ModelMutant("timeout_as_tool_failure", "TC-REC-FAIL",
                 "a timed-out attempt of a CallTool call is recorded failed as if the tool had "
                 "reported the failure", "A-RECORD-MEANING", _timeout_as_tool_failure),
+    ModelMutant("history_restart_unreached", "D-30",
+                "reconcile's history step reads an attempt lost at a server restart as never "
+                "reached, and reports that the tool did not run", "A-DID-NOT-RUN-TRUE",
+                lambda: Protocol(restart_loss_reached=False)),
 )
 
 BY_NAME: Mapping[str, ModelMutant] = {m.name: m for m in MUTANTS}

@@ -107,6 +107,10 @@ class Properties:
             bad.append(("A-DID-NOT-RUN-TRUE",
                         f"recorded 'the tool did not run' after {handed} hand-out(s) to a "
                         f"worker and {ran} run(s) of the tool"))
+        if g & s.G_HISTORY_NOT_RUN and (handed or ran):
+            bad.append(("A-DID-NOT-RUN-TRUE",
+                        "reconcile reported from the Flow's history that the tool did not run, "
+                        f"after {handed} hand-out(s) to a worker and {ran} run(s) of the tool"))
         if cs == s.C_SUCCEEDED and not g & s.G_OKD:
             bad.append(("A-SUCCEEDED-RETURNED", "recorded succeeded, but no result was returned"))
         if cs == s.C_UNKNOWN and not handed:
@@ -220,7 +224,8 @@ class Properties:
 
     def _witness(self, c: Call) -> tuple[str, ...]:
         """What one call witnesses: its record for its class, an unknown call whose tool never
-        ran (TC-RCN-ASK: the restart case), and its part in a double run."""
+        ran though its history shows the reach (D-8's restart case, which reconcile must ask
+        the service about, TC-RCN-ASK), and its part in a double run."""
         marks: list[str] = []
         cs = c[s.CS]
         record = RECORDS.get(cs)

@@ -63,4 +63,7 @@ class Protocol:
     retry_key_changes: bool = False
     fence_checked: bool = True
     reconcile_reads_history: bool = True
+    restart_loss_reached: bool = True
+    """Reconcile's history step counts an attempt lost at a server restart as having reached
+    its worker (D-30); the mutant reads it as never reached."""
     decide_lost: bool = True

@@ -1,5 +1,6 @@
 """Worker-level events, which change many calls at once: crashes, heartbeat timeouts,
-reconnections and server restarts, and the reconcile job that reports unknown outcomes."""
+reconnections and server restarts, and the reconcile job that reports unknown outcomes, asking
+the Flow's history before the service (D-30)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from atmostonce.model.layout import (
     FK,
     FK_MAY_STILL,
     FT,
+    G_HISTORY_NOT_RUN,
     JC,
     R_HELD_FAIL,
     R_HELD_OK,
@@ -32,7 +34,10 @@ from atmostonce.model.layout import (
     W_CRASHED,
     WORKER,
     Call,
+    G,
     Label,
+    hands,
+    last_end,
 )
 
 _Emit = Callable[
@@ -148,14 +153,22 @@ class WorkerEvents(CallSteps):
             return
         sent = list(ids)
         for i in todo:
-            c = calls[i]
-            sent[i] = self.intern(c[:REP] + (c[REP] + 1,) + c[REP + 1:])
+            sent[i] = self._reported(calls[i])
         emit(("reconcile", -1, -1), gl, ws, tuple(sent), [], True)
         if gl[JC] > 0:
             gl2 = list(gl)
             gl2[JC] -= 1
             for first in todo:
-                c = calls[first]
-                crashed = ids[:first] + (self.intern(c[:REP] + (c[REP] + 1,) + c[REP + 1:]),) \
-                    + ids[first + 1:]
+                crashed = ids[:first] + (self._reported(calls[first]),) + ids[first + 1:]
                 emit(("reconcile_crash", first, -1), gl2, ws, crashed, [], False)
+
+    def _reported(self, c: Call) -> int:
+        """The call once the job reported it. The report asks the history first (D-30): when it
+        shows no attempt reached a worker, the report says the tool did not run, without asking
+        the service; the ghost bit remembers that claim for A-DID-NOT-RUN-TRUE."""
+        g = c[G]
+        unreached = not hands(g) or (not self.protocol.restart_loss_reached
+                                     and last_end(g) == E_LOST_RESTART)
+        if unreached:
+            g |= G_HISTORY_NOT_RUN
+        return self.intern(c[:REP] + (c[REP] + 1,) + c[REP + 1:G] + (g,) + c[G + 1:])

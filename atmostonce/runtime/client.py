@@ -34,7 +34,7 @@ from atmostonce.runtime.wire import (
 )
 from atmostonce.spec.errors import SpecError
 from atmostonce.spec.policy import EffectClass, ToolHints, ToolPolicy
-from atmostonce.spec.session import AgentSnapshot, ToolCallFinished
+from atmostonce.spec.session import AgentSnapshot, AttemptView, ToolCallFinished, ToolCallView
 
 T = TypeVar("T")
 
@@ -197,12 +197,18 @@ class AsyncClient:
                            **extra)
 
     async def ask(self, session_id: str, turn_id: str, tool_call_id: str, tool: str,
-                  arguments: Arguments = "{}") -> str:
+                  arguments: Arguments = "{}", *,
+                  approval_deadline: float | None = None) -> str:
         """The model asks for a tool call; returns its idempotency key once the call is durable
-        (TC-KEY-2)."""
+        (TC-KEY-2). `approval_deadline` gives this call its own deadline for a person's answer,
+        over its tool policy's and the server's (D-32)."""
         text = arguments if isinstance(arguments, str) else json.dumps(dict(arguments))
+        extra: dict[str, Any] = {}
+        if approval_deadline is not None:
+            extra["approval_deadline"] = approval_deadline
         result = await self.request("ask", session_id=session_id, turn_id=turn_id,
-                                    tool_call_id=tool_call_id, tool=tool, arguments=text)
+                                    tool_call_id=tool_call_id, tool=tool, arguments=text,
+                                    **extra)
         key: str = result["key"]
         return key
 
@@ -219,6 +225,12 @@ class AsyncClient:
     async def get_agent_snapshot(self, session_id: str) -> AgentSnapshot:
         result = await self.request("snapshot", session_id=session_id)
         return codec.snapshot_of(result["snapshot"])
+
+    async def attempts(self, session_id: str, key: str) -> tuple[AttemptView, ...]:
+        """The Flow's history of the call with idempotency `key`: each attempt, when it was
+        queued, handed to which worker, started and how and when it ended (D-30); SpecError
+        when the session shows no such call."""
+        return call_in(await self.get_agent_snapshot(session_id), key).attempts
 
     async def send_user_message(self, session_id: str, text: str) -> bool:
         """Append a user message to the session (TC-RCN-TELL); False for an unknown session."""
@@ -248,6 +260,14 @@ class AsyncClient:
             self._subs.pop(sub, None)
             if self._conn is not None:
                 self._conn.send({"id": next(self._ids), "op": "unsubscribe", "sub": sub})
+
+
+def call_in(snapshot: AgentSnapshot, key: str) -> ToolCallView:
+    """The call with idempotency `key` in the snapshot; SpecError when it shows none."""
+    for view in snapshot.tool_calls:
+        if view.idempotency_key == key:
+            return view
+    raise SpecError(f"session {snapshot.session_id!r} shows no tool call with the key {key!r}")
 
 
 async def _next_within(events: AsyncIterator[ToolCallFinished],
@@ -287,8 +307,9 @@ class Client:
                                             hints_may_lower=hints_may_lower))
 
     def ask(self, session_id: str, turn_id: str, tool_call_id: str, tool: str,
-            arguments: Arguments = "{}") -> str:
-        return self._run(self._client.ask(session_id, turn_id, tool_call_id, tool, arguments))
+            arguments: Arguments = "{}", *, approval_deadline: float | None = None) -> str:
+        return self._run(self._client.ask(session_id, turn_id, tool_call_id, tool, arguments,
+                                          approval_deadline=approval_deadline))
 
     def approve(self, key: str) -> AnswerReply:
         return self._run(self._client.approve(key))
@@ -298,6 +319,9 @@ class Client:
 
     def get_agent_snapshot(self, session_id: str) -> AgentSnapshot:
         return self._run(self._client.get_agent_snapshot(session_id))
+
+    def attempts(self, session_id: str, key: str) -> tuple[AttemptView, ...]:
+        return self._run(self._client.attempts(session_id, key))
 
     def send_user_message(self, session_id: str, text: str) -> bool:
         return self._run(self._client.send_user_message(session_id, text))

@@ -1,7 +1,8 @@
 """The session API's shapes as JSON on the wire, and typed reading of message fields.
 
 Encoding and decoding are exact inverses, so a client gets back the very `AgentSnapshot` and
-`ToolCallFinished` values the executor produced (TC-RCN-FIND). Reading a field that is missing
+`ToolCallFinished` values the executor produced, each call with the policy and deadline it kept
+and its attempt history (TC-RCN-FIND, TC-SNAP-1, D-30, D-32). Reading a field that is missing
 or of the wrong type raises a one-line SpecError naming it.
 """
 
@@ -11,9 +12,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from atmostonce.spec.errors import SpecError
-from atmostonce.spec.policy import EffectClass, ToolHints, ToolPolicy
+from atmostonce.spec.policy import EffectClass, ToolHints, ToolPolicy, deadline_problem
+from atmostonce.spec.records import AttemptEnd
 from atmostonce.spec.session import (
     AgentSnapshot,
+    AttemptView,
     Message,
     MessageRole,
     ToolCallFinished,
@@ -67,7 +70,8 @@ def effect(message: Mapping[str, Any], name: str) -> EffectClass | None:
 def policy_json(policy: ToolPolicy | None) -> Obj | None:
     if policy is None:
         return None
-    return {"effect": policy.effect.value, "requires_approval": policy.requires_approval}
+    return {"effect": policy.effect.value, "requires_approval": policy.requires_approval,
+            "approval_deadline": policy.approval_deadline}
 
 
 def policy_of(value: object) -> ToolPolicy | None:
@@ -75,7 +79,24 @@ def policy_of(value: object) -> ToolPolicy | None:
         return None
     if not isinstance(value, dict):
         raise SpecError(f"policy must be an object or null, got {value!r}")
-    return ToolPolicy.of(value.get("effect"), value.get("requires_approval"))
+    return ToolPolicy.of(value.get("effect"), value.get("requires_approval"),
+                         value.get("approval_deadline"))
+
+
+def deadline(message: Mapping[str, Any], name: str) -> float | None:
+    """An optional approval deadline in seconds (D-32)."""
+    value = message.get(name)
+    problem = deadline_problem(value)
+    if problem is not None:
+        raise SpecError(f"field {name!r} {problem}")
+    return None if value is None else float(value)
+
+
+def optional_time(value: Mapping[str, Any], name: str) -> float | None:
+    found = value.get(name)
+    if found is not None and (isinstance(found, bool) or not isinstance(found, int | float)):
+        raise SpecError(f"field {name!r} must be a number or null, got {found!r}")
+    return None if found is None else float(found)
 
 
 def hints_json(hints: ToolHints | None) -> Obj | None:
@@ -109,13 +130,48 @@ def finished_of(value: Mapping[str, Any]) -> ToolCallFinished:
                             text(value, "error"))
 
 
+def attempt_json(a: AttemptView) -> Obj:
+    return {"number": a.number, "queued_at": a.queued_at, "worker": a.worker,
+            "handed_at": a.handed_at, "started_at": a.started_at, "ended_at": a.ended_at,
+            "end": a.end.value if a.end is not None else None}
+
+
+def attempt_of(value: Mapping[str, Any]) -> AttemptView:
+    number = value.get("number")
+    if isinstance(number, bool) or not isinstance(number, int):
+        raise SpecError(f"field 'number' must be a whole number, got {number!r}")
+    queued = optional_time(value, "queued_at")
+    if queued is None:
+        raise SpecError("field 'queued_at' must be a number, got None")
+    end = value.get("end")
+    return AttemptView(number, queued, text(value, "worker"), optional_time(value, "handed_at"),
+                       optional_time(value, "started_at"), optional_time(value, "ended_at"),
+                       None if end is None else AttemptEnd(end))
+
+
+def call_json(c: ToolCallView) -> Obj:
+    return {"turn_id": c.turn_id, "tool_call_id": c.tool_call_id, "tool": c.tool,
+            "status": c.status.value, "error": c.error, "idempotency_key": c.idempotency_key,
+            "effect": c.effect.value if c.effect is not None else None,
+            "requires_approval": c.requires_approval, "approval_deadline": c.approval_deadline,
+            "attempts": [attempt_json(a) for a in c.attempts], "history": c.history}
+
+
+def call_of(c: Mapping[str, Any]) -> ToolCallView:
+    attempts = c.get("attempts", [])
+    if not isinstance(attempts, list) or not all(isinstance(a, dict) for a in attempts):
+        raise SpecError(f"field 'attempts' must be a list of objects, got {attempts!r}")
+    return ToolCallView(text(c, "turn_id"), text(c, "tool_call_id"), text(c, "tool"),
+                        ToolCallStatus(c.get("status")), text(c, "error"),
+                        text(c, "idempotency_key"), effect(c, "effect"),
+                        optional_flag(c, "requires_approval"), deadline(c, "approval_deadline"),
+                        tuple(attempt_of(a) for a in attempts), flag(c, "history", False))
+
+
 def snapshot_json(snapshot: AgentSnapshot) -> Obj:
     return {
         "session_id": snapshot.session_id,
-        "tool_calls": [
-            {"turn_id": c.turn_id, "tool_call_id": c.tool_call_id, "tool": c.tool,
-             "status": c.status.value, "error": c.error, "idempotency_key": c.idempotency_key}
-            for c in snapshot.tool_calls],
+        "tool_calls": [call_json(c) for c in snapshot.tool_calls],
         "messages": [
             {"role": m.role.value, "text": m.text, "turn_id": m.turn_id,
              "tool_call_id": m.tool_call_id, "tool_output": m.tool_output,
@@ -125,11 +181,7 @@ def snapshot_json(snapshot: AgentSnapshot) -> Obj:
 
 
 def snapshot_of(value: Mapping[str, Any]) -> AgentSnapshot:
-    calls = tuple(
-        ToolCallView(text(c, "turn_id"), text(c, "tool_call_id"), text(c, "tool"),
-                     ToolCallStatus(c.get("status")), text(c, "error"),
-                     text(c, "idempotency_key"))
-        for c in value.get("tool_calls", []))
+    calls = tuple(call_of(c) for c in value.get("tool_calls", []))
     messages = tuple(
         Message(MessageRole(m.get("role")), text(m, "text"), text(m, "turn_id"),
                 text(m, "tool_call_id"), text(m, "tool_output"), text(m, "tool_arguments"))

@@ -211,7 +211,7 @@ class Cluster:
                  config: ExecutorConfig = _CONFIG, workers: int = 2, slots: int = 1,
                  tools: ToolOptions = _TOOLS, heartbeat_interval: float | None = None,
                  host: str = LOOPBACK, ready_timeout: float = 20.0,
-                 die_with_parent: bool = True) -> None:
+                 die_with_parent: bool = True, executor: str | None = None) -> None:
         self._own_dir = workdir is None
         self.workdir = Path(tempfile.mkdtemp(prefix="atmostonce-")) if workdir is None \
             else Path(workdir)
@@ -224,6 +224,9 @@ class Cluster:
         self.host = host
         self.ready_timeout = ready_timeout
         self.die_with_parent = die_with_parent
+        self.executor = executor
+        """The server's `--executor module:function`, None for the reference executor; changing
+        it before `restart_server` is how a test upgrades the server."""
         self.journal = self.workdir / "journal.db"
         self.ledger_db = self.workdir / "ledger.db"
         self.token_file = self.workdir / "token"
@@ -273,7 +276,8 @@ class Cluster:
         self.server = self._spawn("serve", [
             "--journal", str(self.journal), "--host", self.host,
             "--port", str(self._server_port), "--token-file", str(self.token_file),
-            "--approver-token-file", str(self.approver_token_file), *config_argv(self.config)])
+            "--approver-token-file", str(self.approver_token_file), *config_argv(self.config),
+            *(["--executor", self.executor] if self.executor is not None else [])])
         self._server_port = int(self.server.info["port"])
         return self.server
 

@@ -8,9 +8,12 @@ A run does the page's four steps for one session:
 2. Rebuild each call's idempotency key from the tool result's turn and call ids (TC-RCN-KEY);
    a call whose key a user message already names was reported by an earlier run and is
    skipped (`atmostonce.spec.reconcile.pending_reports`, TC-RCN-ONCE).
-3. Ask the service what happened (TC-RCN-ASK): a `check(key, tool arguments as JSON)` the
-   caller passes returns the finding, or `ledger_check` asks the effect ledger, which holds
-   every write the tools made with their keys and every run the workers started.
+3. Ask the Flow's history, then the service (TC-RCN-HISTORY, TC-RCN-ASK, D-30): when the
+   snapshot's history of the call shows that no attempt ever reached a worker, the tool did not
+   run and the report says so without asking the service (`history_finding`); otherwise a
+   `check(key, tool arguments as JSON)` the caller passes returns the finding, or
+   `ledger_check` asks the effect ledger, which holds every write the tools made with their
+   keys and every run the workers started.
 4. Tell the session (TC-RCN-TELL): one `send_user_message` per call, worded as a note from the
    application that names the key (`spec.reconcile.report_text`), since the model reads it as
    the user's words.
@@ -40,6 +43,7 @@ from atmostonce.spec.errors import SpecError
 from atmostonce.spec.reconcile import (
     CallKind,
     cancelled_result,
+    history_finding,
     pending_reports,
     report_text,
     unknown_result,
@@ -72,6 +76,8 @@ class Report:
     text: str
     accepted: bool
     kind: CallKind = CallKind.OUTCOME_UNKNOWN
+    from_history: bool = False
+    """The finding came from the Flow's history, and the service was not asked (D-30)."""
 
 
 @dataclass
@@ -99,7 +105,7 @@ class ReconcileRun:
                 "cancelled": self.cancelled,
                 "already_reported": self.already_reported,
                 "reported": [{"key": r.key, "kind": r.kind.value, "text": r.text,
-                              "accepted": r.accepted}
+                              "accepted": r.accepted, "from_history": r.from_history}
                              for r in self.reports],
                 "interrupted": self.interrupted}
 
@@ -135,7 +141,8 @@ async def report_unknown_outcomes(sessions: SessionMessenger, session_id: str,
                        cancelled=cancelled)
     for call in pending:
         try:
-            finding = await check(call.key, call.tool_arguments)
+            finding, from_history = await find_out(snapshot, call.key, call.tool_arguments,
+                                                   check)
         except Exception as error:
             run.interrupted = f"asking about {call.key} failed: {_reason(error)}"
             return run
@@ -146,11 +153,22 @@ async def report_unknown_outcomes(sessions: SessionMessenger, session_id: str,
             run.interrupted = (f"the report of {call.key} may or may not have reached the "
                                f"session ({_reason(error)}); run the job again")
             return run
-        run.reports.append(Report(call.key, text, accepted, call.kind))
+        run.reports.append(Report(call.key, text, accepted, call.kind, from_history))
         if not accepted:
             run.interrupted = f"the session {session_id!r} refused the report of {call.key}"
             return run
     return run
+
+
+async def find_out(snapshot: AgentSnapshot, key: str, arguments: str,
+                   check: OutcomeCheck) -> tuple[str, bool]:
+    """What happened to the call with `key`: the Flow's history is asked first, and only when
+    it does not show that the tool never ran is the service asked (TC-RCN-HISTORY,
+    TC-RCN-ASK, D-30). Returns the finding and whether it came from the history."""
+    found = history_finding(snapshot, key)
+    if found is not None:
+        return found, True
+    return await check(key, arguments), False
 
 
 def shows_nothing(snapshot: AgentSnapshot) -> bool:

@@ -35,11 +35,13 @@ numbered `n`; the worker's lease runs from the moment it sent the latest such me
 
 A client sends requests, each with its own `id`, and gets exactly one reply each::
 
-    {"id": I, "op": "set_policy", "tool": T, "policy": {"effect", "requires_approval"} | null,
+    {"id": I, "op": "set_policy", "tool": T,
+     "policy": {"effect", "requires_approval", "approval_deadline"} | null,
      "hints": {"read_only", "idempotent", "destructive"} | null}
     {"id": I, "op": "open_session", "session_id": S, "default_effect": E | null,
      "hints_may_lower"?: bool (D-22, default true)}
-    {"id": I, "op": "ask", "session_id", "turn_id", "tool_call_id", "tool", "arguments": TEXT}
+    {"id": I, "op": "ask", "session_id", "turn_id", "tool_call_id", "tool", "arguments": TEXT,
+     "approval_deadline": SECONDS | null}
                                       -> result {"key": K}
     {"id": I, "op": "answer", "key": K, "approve": BOOL}
                                       -> result {"accepted": BOOL, "text": TEXT}
@@ -287,7 +289,8 @@ class Server(Driver):
         key = call_key(session_id, turn_id, call_id)
         self.feed(Ask(self.clock(), session_id, turn_id, call_id,
                       codec.text(message, "tool", empty=False),
-                      codec.text(message, "arguments")))
+                      codec.text(message, "arguments"),
+                      codec.deadline(message, "approval_deadline")))
         self._when_durable(link, request_id, {"key": key})
 
     def _waiting(self, link: ClientLink, request_id: object) -> str:

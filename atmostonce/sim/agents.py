@@ -229,7 +229,7 @@ class Agents:
             if seen.get(key) != now:
                 seen[key] = now
                 loop.record(h.SnapshotSeen(loop.now, key, view.status, view.error,
-                                           view.idempotency_key))
+                                           view.idempotency_key, h.unreached_of(view)))
                 if view.status.final:
                     self.on_record(key, view.status)
 

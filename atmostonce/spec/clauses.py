@@ -138,9 +138,8 @@ _CLAUSES: tuple[Clause, ...] = (
           "history says the outcome is unknown."),
     _page("TC-RCN-KEY", _RCN, "Its idempotency key can be rebuilt from the record's turn id and "
           "tool call id."),
-    _page("TC-RCN-ASK", _RCN, "The service can be asked about the key (or a business key); when "
-          "the history shows the attempt never reached a worker, the tool did not run, which can "
-          "happen to a call started before a server upgrade."),
+    _page("TC-RCN-ASK", _RCN, "The service can be asked whether it holds an operation with the "
+          "key, or the effect looked up by a business key such as the order id."),
     _page("TC-RCN-TELL", _RCN, "The real outcome is reported to the session with "
           "send_user_message, worded as a note from the application, since the model reads it as "
           "the user's words."),
@@ -156,6 +155,9 @@ _CLAUSES: tuple[Clause, ...] = (
           "tool call ids, tool output and arguments, get_agent_snapshot(session) and "
           "send_user_message(session, text) returning whether the session took it, and a check "
           "(key, tool arguments as JSON) returning the text to report."),
+    _page("TC-RCN-HISTORY", _RCN, "When the Flow's history shows that the tool Step's attempt never "
+          "reached a worker, the tool did not run; this can happen to a call started before a "
+          "server upgrade."),
     # Open decisions.
     _decision(
         "D-1", _APR, "Which effect class applies when a tool has no ToolPolicy?",
@@ -315,6 +317,39 @@ _CLAUSES: tuple[Clause, ...] = (
         "which a session may not trust: the model shows a write hinted read-only under a "
         "cautious default applied twice by one call when the hint may lower the default, and "
         "never with the floor, so a session that does not trust its tools' metadata can say so.",
+    ),
+    _decision(
+        "D-30", _RCN, "What does the Flow's history show of a call, and when does reconcile "
+        "conclude from it that the tool did not run?",
+        "Every attempt of the call: when it was queued, when it was handed to which worker, when "
+        "that worker's Started arrived and how and when it ended, in the snapshot and through "
+        "the client. Reconcile asks the history before the service and reports that the tool "
+        "did not run, without asking the service, only when no attempt was ever handed to a "
+        "worker; an engine that shows no history leaves the question to the service.",
+        "The hand-out is recorded before the go-ahead (D-5), so an attempt never handed out "
+        "cannot have run; a missing Started or a loss at a server restart proves nothing, since "
+        "the tool may run before its Started arrives and a restart loses the connection, not "
+        "the run.",
+    ),
+    _decision(
+        "D-31", _RCN, "How can a call be recorded outcome_unknown though its attempt never "
+        "reached a worker?",
+        "Never by this executor (A-UNKNOWN-REACHED): only by a server of an earlier version, "
+        "before an upgrade, that ended calls in flight at its restart with outcome_unknown, "
+        "queued ones too. The upgraded server keeps that record, since a record never changes "
+        "(TC-REC-1), and its history shows the attempt never reached a worker, so reconcile "
+        "reports the tool did not run.",
+        "The page says this happens for calls started before a server upgrade; the journal "
+        "written before the upgrade still says which attempts were never handed out.",
+    ),
+    _decision(
+        "D-32", _APR, "Whose approval deadline does a call get?",
+        "The ask's own when it sets one, else its tool policy's, else the server's setting. "
+        "The call keeps it from the moment it was asked, like its effect class and approval "
+        "rule (TC-SNAP-1), also across a restart; the snapshot shows the three for each call.",
+        "The page speaks of a call's approval deadline: a refund and a lookup need not give a "
+        "person the same time, and a policy changed while a call waits must not move its "
+        "deadline, as it must not change its approval rule.",
     ),
 )
 

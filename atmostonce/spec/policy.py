@@ -1,13 +1,15 @@
 """Tool policies: effect classes, approval defaults, and how a call's effective policy is resolved.
 
-Clause ids: TC-POL-*, TC-EFF-*, TC-APR-*, TC-SNAP-*, decisions D-1, D-11 and D-22.
+Clause ids: TC-POL-*, TC-EFF-*, TC-APR-*, TC-SNAP-*, decisions D-1, D-11, D-22 and D-32.
 """
 
 from __future__ import annotations
 
 import enum
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import cast
 
 from atmostonce.spec.errors import SpecError
 
@@ -100,14 +102,48 @@ def default_requires_approval(effect: EffectClass) -> bool:
     return APPROVAL_DEFAULT_BY_EFFECT[effect]
 
 
+def deadline_problem(value: object) -> str | None:
+    """Why `value` is no approval deadline (a finite number of seconds >= 0, or unset), or
+    None when it is one (D-32)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return f"must be a number of seconds or unset, got {value!r}"
+    if not (math.isfinite(value) and value >= 0):
+        return f"must be a finite number of seconds >= 0, got {value!r}"
+    return None
+
+
+def choose_deadline(asked: float | None, policy: float | None, setting: float) -> float:
+    """A call's approval deadline: the ask's own when it sets one, else its tool policy's, else
+    the engine's setting (D-32). The call keeps it from ask time, like its effect class
+    (TC-SNAP-1).
+
+    post: asked is None or __return__ is asked
+    post: asked is not None or policy is None or __return__ is policy
+    post: asked is not None or policy is not None or __return__ is setting
+    """
+    if asked is not None:
+        return asked
+    if policy is not None:
+        return policy
+    return setting
+
+
 @dataclass(frozen=True)
 class ToolPolicy:
-    """The policy a developer sets on a tool: effect class and optional approval rule (TC-APR-1)."""
+    """The policy a developer sets on a tool: effect class and optional approval rule (TC-APR-1),
+    and optionally how long a call waits for a person before it is rejected (D-32; unset: the
+    engine's setting)."""
 
     effect: EffectClass
     requires_approval: bool | None = None
+    approval_deadline: float | None = None
 
     def __post_init__(self) -> None:
+        problem = deadline_problem(self.approval_deadline)
+        if problem is not None:
+            raise SpecError(f"ToolPolicy.approval_deadline {problem}")
         if not isinstance(self.effect, EffectClass):
             raise SpecError(
                 f"ToolPolicy.effect must be an EffectClass, got {self.effect!r}; "
@@ -120,13 +156,19 @@ class ToolPolicy:
             )
 
     @classmethod
-    def of(cls, effect: object, requires_approval: object = None) -> ToolPolicy:
-        """A policy from an effect-class name and an optional approval flag; SpecError if bad."""
+    def of(cls, effect: object, requires_approval: object = None,
+           approval_deadline: object = None) -> ToolPolicy:
+        """A policy from an effect-class name, an optional approval flag and an optional
+        approval deadline in seconds; SpecError if bad."""
         if requires_approval is not None and not isinstance(requires_approval, bool):
             raise SpecError(
                 f"requires_approval must be true, false or unset, got {requires_approval!r}"
             )
-        return cls(EffectClass.parse(effect), requires_approval)
+        problem = deadline_problem(approval_deadline)
+        if problem is not None:
+            raise SpecError(f"approval_deadline {problem}")
+        deadline = None if approval_deadline is None else float(cast(float, approval_deadline))
+        return cls(EffectClass.parse(effect), requires_approval, deadline)
 
 
 @dataclass(frozen=True)

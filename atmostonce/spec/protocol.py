@@ -61,7 +61,8 @@ class ExecutorConfig:
     lease: float = 5.0
     """A worker cut off this long stops its runs; must be shorter than heartbeat_timeout."""
     approval_deadline: float = 300.0
-    """A call waiting this long for a person is rejected."""
+    """A call waiting this long for a person is rejected, unless its ask or its tool's policy
+    sets its own deadline (D-32)."""
     fence: bool = False
     """Decision D-6's option: a new attempt of a single-attempt tool waits while a run of the
     same tool that the executor gave up on may still be going."""
@@ -104,6 +105,8 @@ class Ask(Event):
     tool_call_id: str
     tool: str
     arguments: str = "{}"
+    approval_deadline: float | None = None
+    """The call's own approval deadline in seconds, if the ask sets one (D-32)."""
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """Which calls a reconcile run still has to report, and how a report reads.
 
 Pure: the runtime's `atmostonce.runtime.reconcile` does the reading and sending.
-Clause ids: TC-RCN-KEY, TC-RCN-TELL, TC-RCN-ONCE, TC-RCN-NEXT, decisions D-20 and D-21.
+Clause ids: TC-RCN-KEY, TC-RCN-TELL, TC-RCN-ONCE, TC-RCN-NEXT, TC-RCN-HISTORY, decisions D-20,
+D-21 and D-30.
 """
 
 from __future__ import annotations
@@ -15,8 +16,10 @@ from atmostonce.spec.keys import build_key
 from atmostonce.spec.session import (
     MAY_STILL_BE_RUNNING_TOOL_RESULT,
     OUTCOME_UNKNOWN_TOOL_RESULT,
+    AgentSnapshot,
     Message,
     MessageRole,
+    ToolCallView,
 )
 
 # D-21: a report names its call as "(tool call KEY)"; a key holds no white space (D-2), so KEY
@@ -110,3 +113,28 @@ def report_text(source: str, finding: str, key: str) -> str:
     the one form `reported_keys` recognises (D-21). The next turn's model works from it and
     does not ask for the call again when it already took effect (TC-RCN-NEXT)."""
     return f"Note from {source}: {finding} (tool call {key})"
+
+
+# TC-RCN-HISTORY, D-30: the finding when the Flow's history settles the question by itself.
+NEVER_REACHED_FINDING = ("the Flow's history shows that no attempt of the call reached a worker: "
+                         "the tool did not run")
+
+
+def never_reached(view: ToolCallView) -> bool:
+    """Whether the call's history shows that no attempt of it ever reached a worker, so the
+    tool did not run (TC-RCN-HISTORY). Only a history the engine shows counts, and only a
+    hand-out counts as the reach (D-5): neither a missing `Started` nor a loss at a server
+    restart says the tool did not run (D-30)."""
+    return view.history and not any(attempt.reached for attempt in view.attempts)
+
+
+def history_finding(snapshot: AgentSnapshot, key: str) -> str | None:
+    """Reconcile's history step, asked before the service (TC-RCN-HISTORY, D-30): the finding
+    when the snapshot's history of the call with `key` shows the tool did not run, else None
+    (the service must be asked)."""
+    for view in snapshot.tool_calls:
+        own = view.idempotency_key or \
+            f"{snapshot.session_id}/{view.turn_id}/{view.tool_call_id}"
+        if own == key:
+            return NEVER_REACHED_FINDING if never_reached(view) else None
+    return None

@@ -1,9 +1,11 @@
-"""The session API's shapes: the snapshot, messages, the tool result text and finished events.
+"""The session API's shapes: the snapshot, each call's kept policy, deadline and attempt history,
+messages, the tool result text and finished events.
 
 The names and shapes are those the page's reconcile example is written against (TC-RCN-NAMES):
 `OUTCOME_UNKNOWN_TOOL_RESULT` in a tool result's output, an `AgentSnapshot` whose messages carry
 a `MessageRole`, their text, turn and tool call ids, tool output and arguments.
-Clause ids: TC-REC-2, TC-RCN-1, TC-RCN-FIND, TC-RCN-NAMES.
+Clause ids: TC-REC-2, TC-RCN-1, TC-RCN-FIND, TC-RCN-NAMES, TC-SNAP-1, TC-RCN-HISTORY, D-30,
+D-32.
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from atmostonce.spec.records import FailureKind, Outcome, Record, failure_text
+from atmostonce.spec.policy import EffectClass
+from atmostonce.spec.records import AttemptEnd, FailureKind, Outcome, Record, failure_text
 
 
 class ToolCallStatus(enum.Enum):
@@ -50,8 +53,33 @@ MAY_STILL_BE_RUNNING_TOOL_RESULT = (
 
 
 @dataclass(frozen=True)
+class AttemptView:
+    """One attempt of a call as the Flow's history shows it (TC-RCN-HISTORY, D-30): when it was
+    queued, when it was handed to which worker (from then on it counts as reached, D-5), when
+    that worker's `Started` arrived, and how and when it ended. Times are the server's clock;
+    None is not yet, or not known: `started_at` is what this server process saw, so an attempt
+    handed out before a restart shows none."""
+
+    number: int
+    queued_at: float
+    worker: str = ""
+    handed_at: float | None = None
+    started_at: float | None = None
+    ended_at: float | None = None
+    end: AttemptEnd | None = None
+
+    @property
+    def reached(self) -> bool:
+        """Whether the attempt reached a worker: it was handed out (D-5)."""
+        return self.handed_at is not None
+
+
+@dataclass(frozen=True)
 class ToolCallView:
-    """One tool call as `get_agent_snapshot` lists it under `tool_calls`."""
+    """One tool call as `get_agent_snapshot` lists it under `tool_calls`: with the effect class
+    and approval rule it kept when it was asked (TC-SNAP-1), its approval deadline (D-32) and
+    its attempts (D-30). An engine that does not show those leaves them unset: None, and
+    `history` false, which says `attempts` is not the call's history."""
 
     turn_id: str
     tool_call_id: str
@@ -59,6 +87,13 @@ class ToolCallView:
     status: ToolCallStatus
     error: str = ""
     idempotency_key: str = ""
+    effect: EffectClass | None = None
+    requires_approval: bool | None = None
+    approval_deadline: float | None = None
+    """Seconds from the ask a person has to answer; None for a call that needs no approval."""
+    attempts: tuple[AttemptView, ...] = ()
+    history: bool = False
+    """Whether `attempts` is every attempt the call had, as the Flow's history records them."""
 
 
 @dataclass(frozen=True)

@@ -98,8 +98,8 @@ class Story:
         return self.add(h.RecordPublished(self.now(), key, status, error))
 
     def snapshot(self, key: str, status: ToolCallStatus, error: str = "",
-                 shown_key: str | None = None) -> None:
-        self.add(h.SnapshotSeen(self.now(), key, status, error, shown_key or key))
+                 shown_key: str | None = None, unreached: bool | None = None) -> None:
+        self.add(h.SnapshotSeen(self.now(), key, status, error, shown_key or key, unreached))
 
     # -- the ledger ---------------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ import pytest
 from atmostonce.check import history as h
 from atmostonce.check.checkers import History
 from atmostonce.spec.approval import REPLY_TEXT, ApprovalReply
-from atmostonce.spec.policy import ToolHints
+from atmostonce.spec.policy import ToolHints, ToolPolicy
 from atmostonce.spec.properties import Kind, of_kind
 from atmostonce.spec.protocol import ExecutorConfig
 from tests.check.story import (
@@ -206,6 +206,33 @@ def test_a_did_not_run_true_catches_the_wording_after_a_run() -> None:
     assert "A-DID-NOT-RUN-TRUE" in s.properties()
 
 
+@pytest.mark.clause("D-30", "D-31", "TC-RCN-HISTORY")
+def test_a_did_not_run_true_catches_a_history_that_hides_a_hand_out() -> None:
+    s = Story()
+    s.policy("send", NONIDEM, False)
+    s.session()
+    key = s.ask("send", "c1")
+    s.hand(key, "a1", "w1", "send")
+    s.lost("w1")
+    s.publish(key, S.OUTCOME_UNKNOWN, UNKNOWN)
+    s.snapshot(key, S.OUTCOME_UNKNOWN, UNKNOWN, unreached=True)
+    assert "A-DID-NOT-RUN-TRUE" in s.properties()
+
+
+@pytest.mark.clause("D-30", "TC-RCN-HISTORY", "TC-REC-NOTRUN")
+def test_a_history_with_no_reach_holds_until_a_run_of_the_call_shows_up() -> None:
+    s = Story()
+    s.policy("send", NONIDEM, False)
+    s.session()
+    key = s.ask("send", "c1")
+    s.queued(key, "a1")
+    s.publish(key, S.FAILED, DID_NOT_RUN)
+    s.snapshot(key, S.FAILED, DID_NOT_RUN, unreached=True)
+    assert s.check() == []
+    s.run(key, "a1", "w1", "send")
+    assert "A-DID-NOT-RUN-TRUE" in s.properties()
+
+
 @pytest.mark.clause("D-5")
 def test_a_did_not_run_true_catches_a_go_ahead_sent_before_the_hand_out_was_persisted() -> None:
     s = Story()
@@ -375,6 +402,22 @@ def test_a_approval_catches_an_answer_accepted_after_the_deadline() -> None:
     s.publish(key, S.REJECTED, "rejected: the approval deadline passed")
     s.answer(key, True, True, ACCEPTED)
     assert "A-APPROVAL" in s.properties()
+
+
+@pytest.mark.clause("D-32", "D-7")
+@pytest.mark.parametrize("own_deadline", [True, False])
+def test_a_refused_answer_past_the_calls_own_deadline_is_judged_by_that_deadline(
+        own_deadline: bool) -> None:
+    s = Story(ExecutorConfig(approval_deadline=300.0))
+    s.add(h.PolicySet(s.now(), "refund",
+                      ToolPolicy(IDEM, True, 2.0 if own_deadline else None), None))
+    s.session()
+    key = s.ask("refund", "c1")
+    s.waits(key)
+    s.answer(key, True, False, REPLY_TEXT[ApprovalReply.DEADLINE_PASSED])
+    s.deadline(key)
+    s.publish(key, S.REJECTED, "rejected: the approval deadline passed")
+    assert ("A-APPROVAL" in s.properties()) is not own_deadline
 
 
 @pytest.mark.clause("TC-REC-REJ")

@@ -191,6 +191,7 @@ def test_an_idle_poll_is_held_until_work_comes_and_heartbeats_are_acknowledged(
     asyncio.run(scenario())
 
 
+@pytest.mark.clause("D-32")
 def test_a_bad_request_gets_a_one_line_error_and_the_connection_stays(tmp_path: Path) -> None:
     async def scenario() -> None:
         async with running_server(tmp_path) as server:
@@ -199,6 +200,11 @@ def test_a_bad_request_gets_a_one_line_error_and_the_connection_stays(tmp_path: 
                 await client.request("bogus")
             with pytest.raises(SpecError, match="contains '/'"):
                 await client.ask("s", "t/1", "c", "lookup_order")
+            with pytest.raises(SpecError, match="'approval_deadline' must be a finite number"):
+                await client.ask("s", "t", "c", "lookup_order", approval_deadline=-1.0)
+            with pytest.raises(SpecError, match="approval_deadline must be a number"):
+                await client.request("set_policy", tool="refund",
+                                     policy={"effect": "read", "approval_deadline": "soon"})
             assert await client.send_user_message("nobody", "hello") is False
             await client.open_session("s")
             assert await client.send_user_message("s", "hello") is True
