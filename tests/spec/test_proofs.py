@@ -38,11 +38,10 @@ def wrong_copy(tmp_path: Path, module: str, right: str, wrong: str) -> Path:
      "(_S.REJECTED, _E.APPROVE): (_S.APPROVED, _R.ALREADY_REJECTED)",
      "answer"),
     ("atmostonce.spec.policy",
-     "    if hinted_effect is not None:\n        return hinted_effect, PolicySource."
-     "FRAMEWORK_METADATA\n    if session_default",
-     "    if session_default is not None and hinted_effect is not None:\n        return "
-     "session_default, PolicySource.SESSION_DEFAULT\n    if hinted_effect is not None:\n"
      "        return hinted_effect, PolicySource.FRAMEWORK_METADATA\n    if session_default",
+     "        if session_default is not None:\n            return session_default, "
+     "PolicySource.SESSION_DEFAULT\n        return hinted_effect, PolicySource."
+     "FRAMEWORK_METADATA\n    if session_default",
      "choose_effect"),
 ])
 def test_crosshair_finds_the_counterexample_in_a_wrong_copy(
