@@ -114,8 +114,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.out is not None:
         args.out.write_text(json.dumps(report, indent=2) + "\n")
     if args.record:
-        if args.module or args.limit or stages != [s.name for s in STAGES]:
-            print("mutation: --record needs every module and every stage", file=sys.stderr)
+        if args.module or args.limit or stages != [s.name for s in STAGES] or result.untried:
+            print("mutation: --record needs every module and every stage, and every mutant "
+                  "tried", file=sys.stderr)
             return 2
         record(result, report, modules)
     if args.json:
@@ -163,6 +164,9 @@ def _table(result: Score, report: dict[str, object]) -> None:
                       markup=False)
     for e in result.stale:
         console.print(f"stale equivalence (the line changed): {e.id}", markup=False)
+    if result.untried:
+        console.print(f"NOT TRIED: {len(result.untried)} mutants (none of the figures above "
+                      "counts them; run again)", markup=False)
     console.print(f"{report['wall_seconds']} s wall, {result.seconds:.0f} s of trials")
 
 

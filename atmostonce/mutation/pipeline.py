@@ -23,8 +23,11 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from atmostonce.mutation.generate import Mutant, mutated_source
+from atmostonce.spec.errors import SpecError
 
 TIMEOUT = "timeout"
+UNTRIED = "untried"
+"""The trial could not be made (the module changed since the mutant was made): not counted."""
 
 
 @dataclass(frozen=True)
@@ -95,16 +98,22 @@ def run(mutants: Iterable[Mutant], root: Path, executor: str, stages: Sequence[s
                     mutant, survived = todo.get_nowait()
                 except queue.Empty:
                     return
-                if survived is None:
-                    outcome = replace(_trial(mutant, slot, executor, stages, timeout),
-                                      checks=checks)
-                else:
-                    later = _trial(mutant, slot, executor, stages[len(survived.stages):],
-                                   timeout)
-                    outcome = replace(later, stages=tuple(stages), checks=checks,
-                                      seconds=survived.seconds + later.seconds)
+                try:
+                    if survived is None:
+                        outcome = replace(_trial(mutant, slot, executor, stages, timeout),
+                                          checks=checks)
+                    else:
+                        later = _trial(mutant, slot, executor, stages[len(survived.stages):],
+                                       timeout)
+                        outcome = replace(later, stages=tuple(stages), checks=checks,
+                                          seconds=survived.seconds + later.seconds)
+                except (SpecError, OSError) as error:
+                    outcome = Outcome(mutant, UNTRIED, None, str(error), 0.0, tuple(stages))
                 with lock:
                     results.append(outcome)
+                    if outcome.killed_by == UNTRIED:
+                        done(outcome)
+                        continue
                     if state is not None:
                         with state.open("a") as out:
                             out.write(json.dumps(outcome.as_json()) + "\n")

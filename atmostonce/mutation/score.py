@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from atmostonce.mutation.generate import Mutant
-from atmostonce.mutation.pipeline import TIMEOUT, Outcome
+from atmostonce.mutation.pipeline import TIMEOUT, UNTRIED, Outcome
 from atmostonce.spec.errors import SpecError
 
 ANNOTATION = ("the change is inside a type annotation of a module with `from __future__ import "
@@ -69,6 +69,8 @@ class Score:
     modules: dict[str, Tally] = field(default_factory=dict)
     killed_by: collections.Counter[str] = field(default_factory=collections.Counter)
     survivors: list[Outcome] = field(default_factory=list)
+    untried: list[Mutant] = field(default_factory=list)
+    """Mutants with no outcome yet (or whose trial could not be made): in no count."""
     stale: list[Equivalent] = field(default_factory=list)
     """Equivalence arguments whose line no longer reads as it did: not counted."""
     equivalents: list[tuple[Mutant, str]] = field(default_factory=list)
@@ -80,6 +82,7 @@ class Score:
                 "killed_by_stage": dict(self.killed_by.most_common()),
                 "survivors": [{"id": o.mutant.id, "line": o.mutant.line, "text": o.mutant.text}
                               for o in self.survivors],
+                "untried": len(self.untried),
                 "stale_equivalents": [e.id for e in self.stale],
                 "trial_seconds": round(self.seconds, 1)}
 
@@ -96,7 +99,10 @@ def score(mutants: Sequence[Mutant], outcomes: Iterable[Outcome],
             result.stale.append(argued)
             argued = None
         outcome = by_id.get(mutant.id)
+        if outcome is not None and outcome.killed_by == UNTRIED:
+            outcome = None
         if argued is None and not mutant.annotation and outcome is None:
+            result.untried.append(mutant)
             continue
         tally = result.modules.setdefault(mutant.module, Tally())
         for t in (tally, result.total):

@@ -169,3 +169,18 @@ def test_a_survival_counts_only_for_the_checks_it_survived(tmp_path: Path) -> No
     state.write_text(json.dumps(older) + "\n")
     run([same], ROOT, EXECUTOR, ["simulation-20"], 1, 120 * patience(), state)
     assert len(state.read_text().splitlines()) == 2, "tried again against the new checks"
+
+
+def test_a_mutant_of_another_version_of_its_module_is_not_tried_and_not_counted(
+        tmp_path: Path) -> None:
+    state = tmp_path / "state.jsonl"
+    broken = one(*BREAKS)
+    older = Mutant(broken.module, broken.operator, broken.occurrence, broken.line, broken.text,
+                   broken.annotation, "0" * 64)
+    [outcome] = run([older], ROOT, EXECUTOR, ["simulation-20"], 1, 120 * patience(), state)
+    assert outcome.killed_by == "untried"
+    assert "changed since the mutant" in outcome.detail
+    assert not state.exists() or state.read_text() == ""
+    counted = score([older], [outcome], {})
+    assert counted.untried == [older]
+    assert counted.total.mutants == 0
