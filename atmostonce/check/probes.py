@@ -31,7 +31,15 @@ not text."""
 
 
 def probe(factory: ExecutorFactory, config: ExecutorConfig) -> list[str]:
-    """One line per bad input the executor took; empty when it refused every one."""
+    """One line per bad input the executor took, or failed on otherwise than with a
+    SpecError; empty when it refused every one."""
+    try:
+        return _probe(factory, config)
+    except Exception as error:
+        return [f"the executor failed on a bad-input probe: {type(error).__name__}: {error}"]
+
+
+def _probe(factory: ExecutorFactory, config: ExecutorConfig) -> list[str]:
     problems: list[str] = []
     for position, name in enumerate(("session_id", "turn_id", "tool_call_id")):
         for bad in BAD_COMPONENTS:

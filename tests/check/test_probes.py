@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from atmostonce import verify
 from atmostonce.check.probes import probe
 from atmostonce.executor import reference
 from atmostonce.spec.protocol import Answer, Ask, Command, Event, ExecutorConfig, Reply
@@ -44,7 +45,9 @@ def test_the_reference_executor_refuses_every_bad_input() -> None:
 
 
 @pytest.mark.clause("D-2")
-def test_an_executor_that_takes_an_ambiguous_id_is_caught() -> None:
+def test_an_executor_that_takes_an_ambiguous_id_is_caught(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(verify, "CONFORMANCE_DEPTH", 3)
     problems = probe(lambda config: Lax(config, ids=True), ExecutorConfig())
     assert [p[:4] for p in problems] == ["D-2:"] * 4
     assert "every id=" in problems[3]
@@ -59,3 +62,16 @@ def test_an_executor_that_takes_an_ambiguous_id_is_caught() -> None:
 def test_an_executor_that_accepts_an_answer_to_no_call_is_caught() -> None:
     problems = probe(lambda config: Lax(config, answers=True), ExecutorConfig())
     assert problems == ["D-7: an answer to a key no call has was accepted"]
+
+
+class Crashes(Lax):
+    def handle(self, event: Event) -> list[Command]:
+        if isinstance(event, Ask) and "/" in str(event.session_id):
+            raise RuntimeError("no idea what to do")
+        return self.inner.handle(event)
+
+
+def test_an_executor_that_fails_on_bad_input_otherwise_than_refusing_it_is_caught() -> None:
+    problems = probe(Crashes, ExecutorConfig())
+    assert problems == ["the executor failed on a bad-input probe: RuntimeError: no idea what "
+                        "to do"]

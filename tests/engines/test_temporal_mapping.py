@@ -144,5 +144,5 @@ def test_a_result_across_a_restart_counts_only_where_attempts_survive_restarts()
     for entry in restart_between_hand_out_and_result():
         spec.append(entry)
         kept.append(entry)
-    assert [v.property for v in spec.violations] == ["A-EXHAUSTED-RECORD"]
+    assert [v.property for v in spec.violations] == ["A-EXHAUSTED-RECORD", "A-RECORD-MEANING"]
     assert kept.violations == []

@@ -38,8 +38,8 @@ def one(name: str, operator: str, occurrence: int) -> Mutant:
 
 BREAKS = ("attempts.py", "core/ReplaceBinaryOperator_Add_Sub", 1)
 """`QUEUE_ID + attempt.id` made a subtraction of strings: every poll raises."""
-CHANGES_NOTHING = ("keys.py", "core/ReplaceComparisonOperator_IsNot_Is", 0)
-"""The key's fast path skipped for valid parts: `build_key` then makes the same key."""
+CHANGES_NOTHING = ("attempts.py", "core/ReplaceComparisonOperator_IsNot_NotEq", 1)
+"""`attempt.phase is not QUEUED` made `!=`: a plain enum's equality is identity."""
 
 
 def test_a_mutant_that_breaks_the_executor_is_killed_by_the_cheapest_stage_and_one_that_changes_nothing_survives(  # noqa: E501
@@ -93,7 +93,7 @@ def test_only_a_deferred_annotation_makes_a_mutant_equivalent_by_rule(tmp_path: 
 
 def test_an_equivalence_whose_line_changed_is_stale_and_the_mutant_counts_again() -> None:
     same = one(*CHANGES_NOTHING)
-    argued = Equivalent(same.id, same.text, "the fast path and build_key give the same key")
+    argued = Equivalent(same.id, same.text, "a plain enum's equality is identity")
     moved = Equivalent(same.id, same.text + "  # changed", argued.why)
     assert score([same], [], {same.id: argued}).total.equivalent == 1
     counted = score([same], [], {same.id: moved})
