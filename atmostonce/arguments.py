@@ -134,6 +134,19 @@ def names(text: str, flag: str, what: str, known: Sequence[str]) -> tuple[str, .
     return tuple(chosen)
 
 
+def read_text(path: Path, shown: str, noun: str = "file") -> str:
+    """The UTF-8 text of an input file the user named; SpecError, one line naming it as
+    `shown`, when it is missing, a directory or unreadable. `noun` says what it should be."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecError(f"{shown}: no such {noun}") from None
+    except IsADirectoryError:
+        raise SpecError(f"{shown}: is a directory, not a {noun}") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise SpecError(f"{shown}: cannot read it: {error}") from None
+
+
 def _path(text: str) -> Path:
     if not text.strip():
         raise argparse.ArgumentTypeError(f"expected a path, got {text!r}")

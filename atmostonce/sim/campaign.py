@@ -80,6 +80,22 @@ class CampaignResult:
         """Violations found so far, an executor error counting as one."""
         return sum(len(f.run.violations) + (f.run.error is not None) for f in self.failures)
 
+    def add(self, seed: int, run: RunResult) -> None:
+        """One seed's run, counted; a failing one kept for shrinking."""
+        self.seeds.append(seed)
+        self.totals.add(run.stats)
+        if not run.ok:
+            self.failures.append(Failure(run))
+
+    def finish(self, wall: float, cpu: float, factory: ExecutorFactory, shrink_first: int,
+               shrink_budget: int) -> None:
+        """The time taken since `wall` and `cpu`, then the first `shrink_first` failures
+        shrunk."""
+        self.cpu_seconds = time.process_time() - cpu
+        self.wall_seconds = time.perf_counter() - wall
+        for failure in self.failures[:shrink_first]:
+            failure.shrunk = shrink(failure.run, factory, shrink_budget)
+
 
 def campaign(seeds: Iterable[int], profile: str, factory: ExecutorFactory,
              executor: str = DEFAULT_EXECUTOR, progress: Progress | None = None,
@@ -91,15 +107,8 @@ def campaign(seeds: Iterable[int], profile: str, factory: ExecutorFactory,
     wall = time.perf_counter()
     cpu = time.process_time()
     for done, seed in enumerate(todo, start=1):
-        run = run_seed(seed, profile, factory, executor)
-        result.seeds.append(seed)
-        result.totals.add(run.stats)
-        if not run.ok:
-            result.failures.append(Failure(run))
+        result.add(seed, run_seed(seed, profile, factory, executor))
         if progress is not None:
             progress(done, len(todo), result.violations)
-    result.cpu_seconds = time.process_time() - cpu
-    result.wall_seconds = time.perf_counter() - wall
-    for failure in result.failures[:shrink_first]:
-        failure.shrunk = shrink(failure.run, factory, shrink_budget)
+    result.finish(wall, cpu, factory, shrink_first, shrink_budget)
     return result

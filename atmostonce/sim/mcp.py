@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from atmostonce.arguments import read_text
 from atmostonce.spec.errors import SpecError
 from atmostonce.spec.policy import ToolHints
 
@@ -31,14 +32,7 @@ class McpTool:
 
 def read(path: Path, shown: str) -> tuple[McpTool, ...]:
     """The tools of the `tools/list` answer in `path`; `shown` is how errors name the file."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SpecError(f"{shown}: no such file") from None
-    except IsADirectoryError:
-        raise SpecError(f"{shown}: is a directory, not a file") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise SpecError(f"{shown}: cannot read it: {error}") from None
+    text = read_text(path, shown)
     try:
         document = json.loads(text)
     except json.JSONDecodeError as error:

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from atmostonce.arguments import read_text
 from atmostonce.check.services import Service
 from atmostonce.sim import mcp, overrides
 from atmostonce.sim.distributions import Distribution, Exponential, LogNormal, Uniform
@@ -125,14 +126,7 @@ class ScenarioFile:
 def load(path: str, settings: Sequence[overrides.Override] = ()) -> ScenarioFile:
     """The scenario in the TOML file `path`, with `settings` set over it."""
     file = Path(path)
-    try:
-        text = file.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SpecError(f"{path}: no such scenario file") from None
-    except IsADirectoryError:
-        raise SpecError(f"{path}: is a directory, not a scenario file") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise SpecError(f"{path}: cannot read it: {error}") from None
+    text = read_text(file, path, "scenario file")
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:

@@ -11,13 +11,12 @@ from dataclasses import dataclass, field
 
 from atmostonce.check.loading import DEFAULT_EXECUTOR
 from atmostonce.sim.agents import SETTLE
-from atmostonce.sim.campaign import CampaignResult, Failure
+from atmostonce.sim.campaign import CampaignResult
 from atmostonce.sim.engine import Simulation
 from atmostonce.sim.faults import FaultKind
 from atmostonce.sim.run import RunResult, run_scenario
 from atmostonce.sim.scenario import ScenarioFile
 from atmostonce.sim.scenario_draw import build, check_size
-from atmostonce.sim.shrink import shrink
 from atmostonce.sim.tool_stats import ToolTotals, add_run
 from atmostonce.spec.protocol import ExecutorFactory
 
@@ -93,8 +92,7 @@ def simulate(spec: ScenarioFile, seeds: Sequence[int], factory: ExecutorFactory,
     names = [t.name for t in spec.tools]
     for done, seed in enumerate(seeds, start=1):
         run, sim = run_one(spec, seed, factory, executor)
-        campaign.seeds.append(seed)
-        campaign.totals.add(run.stats)
+        campaign.add(seed, run)
         checker = sim.history.checker
         add_run(result.tools, names, checker.summaries(), checker.double_runs,
                 sim.ledger.applied)
@@ -102,14 +100,9 @@ def simulate(spec: ScenarioFile, seeds: Sequence[int], factory: ExecutorFactory,
         for fault in run.scenario.faults:
             if fault.at < quiet_from:
                 result.faults[FAULTS[fault.kind]] += 1
-        if not run.ok:
-            campaign.failures.append(Failure(run))
         if progress is not None:
             progress(done, len(seeds), campaign.violations)
-    campaign.cpu_seconds = time.process_time() - cpu
-    campaign.wall_seconds = time.perf_counter() - wall
-    for failure in campaign.failures[:shrink_first]:
-        failure.shrunk = shrink(failure.run, factory, shrink_budget)
+    campaign.finish(wall, cpu, factory, shrink_first, shrink_budget)
     return result
 
 
