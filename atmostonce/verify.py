@@ -113,9 +113,11 @@ within it, each after the state's shortest schedule, once with the fence off and
 def check_conformance(path: str, factory: ExecutorFactory) -> CheckResult:
     """The executor, driven in lockstep with the model through every transition within the
     depth, does only what the model allows and agrees with it on every observable; then it
-    must refuse the bad input those schedules never give it (`probes`)."""
+    must refuse the bad input those schedules never give it (`probes`) and resolve every
+    policy input the way the spec does (`policy_probe`)."""
     from atmostonce.check.conformance import replay_schedules
     from atmostonce.check.lockstep_state import executor_config
+    from atmostonce.check.policy_probe import cases, probe_policies
     from atmostonce.check.probes import probe
     from atmostonce.model.check import DEFAULT
 
@@ -143,10 +145,14 @@ def check_conformance(path: str, factory: ExecutorFactory) -> CheckResult:
         details = [f"took bad input: {problem}"
                    for problem in probe(factory, executor_config(DEFAULT))]
         verdict = "TOOK BAD INPUT" if details else verdict
+    if not details:
+        details = probe_policies(factory, executor_config(DEFAULT))
+        verdict = "RESOLVES POLICIES OTHERWISE THAN THE SPEC" if details else verdict
     return CheckResult(
         "conformance", "model-generated schedules", not details,
         f"{schedules:,} schedules (every transition), {steps:,} steps within depth "
-        f"{CONFORMANCE_DEPTH} on {path}, {seconds:.1f} s; {verdict}",
+        f"{CONFORMANCE_DEPTH} and {sum(1 for _ in cases()):,} policy resolutions on {path}, "
+        f"{seconds:.1f} s; {verdict}",
         details,
         {"schedules": schedules, "steps": steps, "depth": CONFORMANCE_DEPTH,
          "seconds": seconds, "executor": path},

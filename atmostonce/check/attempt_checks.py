@@ -3,7 +3,8 @@ timers (an attempt queued, a call waiting for approval, a deadline or a run time
 each hand-out against its call, its approval, its record and the fence (D-5, D-6), and how the
 call's current attempt stopped counting: cancelled or timed out, its worker lost, or a server
 restart (D-8). Properties: A-ONE-ATTEMPT, A-ONE-WORKER, A-RETRY-CLASSES, A-SAME-KEY, A-FENCE,
-and A-APPROVAL, A-ONE-RECORD, A-DID-NOT-RUN-TRUE, A-POLICY-SNAPSHOT as a hand-out shows them."""
+and A-APPROVAL, A-ONE-RECORD, A-DID-NOT-RUN-TRUE, A-POLICY-SNAPSHOT as a hand-out shows them, and
+A-CANCEL-ON-TIMEOUT."""
 
 from __future__ import annotations
 
@@ -79,6 +80,10 @@ class AttemptChecks(CheckerState):
         elif e.kind is TimerKind.RUN_TIMEOUT:
             attempt = self._attempts.get(e.subject)
             if attempt is not None:
+                c = attempt.call
+                if (attempt is c.current and attempt.cause is None and c.record is None
+                        and attempt.worker is not None and attempt.epoch == self._epoch):
+                    self._cancels_due[attempt.id] = (attempt, pos)
                 self._attempt_ends(attempt, GAVE_UP, pos)
 
     @staticmethod
@@ -152,7 +157,21 @@ class AttemptChecks(CheckerState):
     def _cancelled(self, e: h.Cancelled, pos: int) -> None:
         attempt = self._attempts.get(e.attempt)
         if attempt is not None:
+            due = self._cancels_due.pop(attempt.id, None)
+            if due is not None and e.worker != attempt.worker:
+                self._bad("A-CANCEL-ON-TIMEOUT", attempt.call,
+                          f"attempt {attempt.id} timed out at {attempt.worker}, but the "
+                          f"cancel went to {e.worker}", due[1], pos)
             self._attempt_ends(attempt, GAVE_UP, pos)
+
+    def _cancels_never_sent(self) -> None:
+        """A-CANCEL-ON-TIMEOUT at quiescence: every attempt that timed out while out at a
+        worker was cancelled there (TC-AMO-3)."""
+        for attempt, pos in self._cancels_due.values():
+            self._bad("A-CANCEL-ON-TIMEOUT", attempt.call,
+                      f"attempt {attempt.id} timed out while out at {attempt.worker}, and that "
+                      "worker was never sent a cancel", attempt.pos, pos)
+        self._cancels_due.clear()
 
     def _start_delivered(self, e: h.StartDelivered, pos: int) -> None:
         attempt = self._attempts.get(e.attempt)
@@ -186,6 +205,7 @@ class AttemptChecks(CheckerState):
         """D-8: every attempt out at a worker is lost to the restart; its run may go on. On an
         engine whose attempts survive a restart they go on into the new life instead."""
         self._epoch += 1
+        self._cancels_due.clear()  # a restart may cut the batch that held the cancel
         if self.attempts_survive_restart:
             for attempts in self._worker_attempts.values():
                 for attempt in attempts:

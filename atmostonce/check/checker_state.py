@@ -164,6 +164,9 @@ class CheckerState:
         self._live_single: dict[str, list[Run]] = {}
         self._epoch = 0
         self._queue_timers = False
+        self._cancels_due: dict[str, tuple[Attempt, int]] = {}
+        """Attempts whose run timeout fired while out at a worker, by id, with the timer's
+        position, until a `Cancelled` names them (A-CANCEL-ON-TIMEOUT)."""
 
     def take_fresh(self) -> list[h.Violation]:
         """The violations found since the last call, which empties `fresh`."""

@@ -39,6 +39,10 @@ property is judged against:
   on after its record only if the engine gave up on it while it could still run: cancelled
   or timed out (TC-AMO-3), or lost at a server restart (D-8); a worker declared lost has
   stopped its runs (D-12).
+- A-CANCEL-ON-TIMEOUT: an attempt whose run timeout fired while it was out at a worker (and
+  still the call's current attempt) is named by a later `Cancelled` for that worker, judged
+  at quiescence; a server restart in between excuses it, since the restart may
+  have cut the batch that held the cancel (TC-AMO-3).
 - A-FENCE: with the fence on, no attempt of a single-attempt tool is handed out while a run of
   the same tool that the engine gave up on still goes (D-6).
 - E-EVERY-CALL-RECORDED: at quiescence every call has a record (published or in a snapshot).
@@ -159,6 +163,7 @@ class HistoryChecker(ApprovalChecks, AttemptChecks, RecordChecks, RunChecks):
 
     def finish(self) -> list[h.Violation]:
         """The eventually-properties, at quiescence; also returns what they found."""
+        self._cancels_never_sent()
         for c in self._calls.values():
             if c.record is not None:
                 self.witnessed.add(_WITNESS[c.policy.effect._value_, c.record._value_])

@@ -100,7 +100,23 @@ class EnvironmentActions(LockstepState):
         self._from_worker(self.workers[label[2]], p.Started(self.clock, run.worker, run.attempt))
 
     def _do_time_out(self, label: Label) -> None:
-        self._fire_kind(p.TimerKind.RUN_TIMEOUT, key=self.keys[label[1]])
+        """The run timeout fires; the executor must cancel the attempt at the worker it
+        handed it to (TC-AMO-3, A-CANCEL-ON-TIMEOUT)."""
+        key = self.keys[label[1]]
+        timer = self._timer(p.TimerKind.RUN_TIMEOUT, key=key)
+        if timer is None:
+            raise Disagreement(f"the executor has no run_timeout timer for {key}, but the model "
+                               "lets it fire")
+        attempt = self.timers[timer].subject
+        self.timers.pop(timer, None)
+        commands = self._send(p.TimerFired(self.clock, timer))
+        worker = self.attempt_worker.get(attempt)
+        if not any(isinstance(c, p.Cancel) and c.attempt == attempt and c.worker == worker
+                   for c in commands):
+            sent = [f"{c.attempt} to {c.worker}" for c in commands if isinstance(c, p.Cancel)]
+            raise Disagreement(f"attempt {attempt} timed out at {worker} and the executor did "
+                               f"not cancel it there (A-CANCEL-ON-TIMEOUT, TC-AMO-3; cancels "
+                               f"sent: {', '.join(sent) or 'none'})")
 
     def _do_apply(self, label: Label) -> None:
         run = self.runs[(label[1], self.workers[label[2]].name)]

@@ -67,6 +67,8 @@ class LockstepState:
         self.tools: list[str] = []
         self.sent: dict[str, tuple[str, str]] = {}  # worker -> (attempt, key) of a go-ahead
         self.attempt_key: dict[str, str] = {}
+        self.attempt_worker: dict[str, str] = {}
+        """The worker each attempt's go-ahead went to."""
         self.runs: dict[tuple[int, str], Run] = {}  # (call, worker) -> run
         self.hand_outs: dict[str, int] = {}
         self.published: dict[str, list[str]] = {}
@@ -120,6 +122,7 @@ class LockstepState:
                         "(D-5)")
                 self.sent[command.worker] = (command.attempt, command.key)
                 self.attempt_key[command.attempt] = command.key
+                self.attempt_worker[command.attempt] = command.worker
             elif isinstance(command, p.StartTimer):
                 self.timers[command.timer] = command
                 self.timer_clock[command.timer] = self.clock

@@ -5,10 +5,18 @@ model's schedules (which only ever ask with well-formed ids and answer calls tha
   white space or is not text raises SpecError and leaves no call behind: a key built from it
   would be ambiguous (D-2);
 - an answer naming a key no call has gets one refusing `Reply` and nothing else (D-7's
-  table has no row for it; it must not be taken as an approval).
+  table has no row for it; it must not be taken as an approval);
+- options outside `ExecutorConfig`'s documented range (fewer than one attempt, a duration
+  that is negative, not finite or not a number, a lease no shorter than the heartbeat
+  timeout) make the factory raise SpecError, and options at the edge of that range (one
+  attempt, zero durations, a lease just shorter than the heartbeat timeout) are taken: a lease
+  that outlasts the heartbeat timeout lets a worker declared lost go on running (D-12).
 """
 
 from __future__ import annotations
+
+import dataclasses
+from typing import Any
 
 from atmostonce.spec.errors import SpecError
 from atmostonce.spec.policy import EffectClass, ToolPolicy
@@ -55,6 +63,66 @@ def _probe(factory: ExecutorFactory, config: ExecutorConfig) -> list[str]:
     problem = _unknown_answer(factory(config))
     if problem:
         problems.append(problem)
+    problems.extend(_config_problems(factory, config))
+    return problems
+
+
+DURATIONS = ("retry_backoff", "queue_timeout", "run_timeout", "heartbeat_timeout", "lease",
+             "approval_deadline")
+BAD_ATTEMPTS: tuple[object, ...] = (0, -1, True, 2.5, "3")
+BAD_DURATIONS: tuple[object, ...] = (-1.0, float("nan"), float("inf"), True, "1")
+
+
+def out_of_range(config: ExecutorConfig) -> list[tuple[str, ExecutorConfig]]:
+    """Options outside ExecutorConfig's range, each named, built from `config`."""
+    bad = [(f"max_attempts={value!r}", _with(config, "max_attempts", value))
+           for value in BAD_ATTEMPTS]
+    for name in DURATIONS:
+        bad.extend((f"{name}={value!r}", _with(config, name, value)) for value in BAD_DURATIONS)
+    beat = config.heartbeat_timeout
+    bad.append((f"lease={beat!r} with heartbeat_timeout={beat!r}",
+                dataclasses.replace(config, lease=beat)))
+    bad.append((f"lease={beat * 2!r} with heartbeat_timeout={beat!r}",
+                dataclasses.replace(config, lease=beat * 2)))
+    return bad
+
+
+def at_the_edge(config: ExecutorConfig) -> list[tuple[str, ExecutorConfig]]:
+    """Options at the edge of the range, each named, built from `config`."""
+    edge = [("max_attempts=1", dataclasses.replace(config, max_attempts=1))]
+    edge.extend((f"{name}=0", _with(config, name, 0.0))
+                for name in DURATIONS if name != "heartbeat_timeout")
+    below = config.heartbeat_timeout * 0.999
+    edge.append((f"lease={below!r} with heartbeat_timeout={config.heartbeat_timeout!r}",
+                 dataclasses.replace(config, lease=below)))
+    return edge
+
+
+def _with(config: ExecutorConfig, name: str, value: object) -> ExecutorConfig:
+    changed: dict[str, Any] = {name: value}
+    return dataclasses.replace(config, **changed)
+
+
+def _config_problems(factory: ExecutorFactory, config: ExecutorConfig) -> list[str]:
+    problems: list[str] = []
+    for name, bad in out_of_range(config):
+        try:
+            factory(bad)
+        except SpecError:
+            continue
+        except Exception as error:
+            problems.append(f"the executor failed on the options {name}, outside "
+                            f"ExecutorConfig's range, with {type(error).__name__}: {error}, "
+                            "not a SpecError")
+            continue
+        problems.append(f"the executor took the options {name}, outside ExecutorConfig's "
+                        "range, instead of refusing them with a SpecError")
+    for name, edge in at_the_edge(config):
+        try:
+            factory(edge)
+        except Exception as error:
+            problems.append(f"the executor refused the options {name}, inside "
+                            f"ExecutorConfig's range: {type(error).__name__}: {error}")
     return problems
 
 

@@ -19,6 +19,7 @@ from atmostonce.spec.approval import ApprovalEvent, ApprovalReply, ApprovalState
 from atmostonce.spec.errors import SpecError
 from atmostonce.spec.policy import EffectivePolicy
 from atmostonce.spec.protocol import (
+    Cancel,
     Command,
     Executor,
     ExecutorConfig,
@@ -141,6 +142,11 @@ class _CancelSaysDidNotRun(ReferenceExecutor):
         return super().decision(call, end)
 
 
+class _TimeoutWithoutCancel(ReferenceExecutor):
+    def on_run_timeout(self, attempt_id: str, at: float) -> list[Command]:
+        return [c for c in super().on_run_timeout(attempt_id, at) if not isinstance(c, Cancel)]
+
+
 class _ApproveAfterDeadline(ReferenceExecutor):
     def approval_answer(self, state: ApprovalState,
                         event: ApprovalEvent) -> tuple[ApprovalState, ApprovalReply]:
@@ -219,6 +225,12 @@ def cancel_says_did_not_run(config: ExecutorConfig) -> Executor:
     return _CancelSaysDidNotRun(config)
 
 
+def timeout_without_cancel(config: ExecutorConfig) -> Executor:
+    """A run timeout ends the attempt and records its call, but the worker running it is never
+    told to stop (TC-AMO-3)."""
+    return _TimeoutWithoutCancel(config)
+
+
 def approve_after_deadline(config: ExecutorConfig) -> Executor:
     """An approval arriving after the deadline rejected the call is accepted and the call
     runs (D-7)."""
@@ -265,6 +277,9 @@ _MUTANTS: tuple[ExecutorMutant, ...] = (
     ExecutorMutant("cancel_says_did_not_run", cancel_says_did_not_run, "D-4",
                    "a cancelled single-attempt call is recorded as never run",
                    "A-DID-NOT-RUN-TRUE"),
+    ExecutorMutant("timeout_without_cancel", timeout_without_cancel, "TC-AMO-3",
+                   "a timed-out attempt is given up on without telling its worker to stop",
+                   "A-CANCEL-ON-TIMEOUT"),
     ExecutorMutant("approve_after_deadline", approve_after_deadline, "D-7",
                    "an approval after the deadline is accepted and the call runs",
                    "A-APPROVAL"),

@@ -104,6 +104,9 @@ _PROPERTIES: tuple[Property, ...] = (
             "two runs of a single-attempt tool overlap only when one belongs to a call the "
             "engine gave up on while it could still run and the other to another call",
             "TC-AMO-3", "TC-AMO-4", "D-6"),
+    _always("A-CANCEL-ON-TIMEOUT",
+            "an attempt still out at a worker when its run timeout fires is cancelled: that "
+            "worker is sent Cancel for it", "TC-AMO-3"),
     _always("A-FENCE",
             "with the fence on, no attempt of a single-attempt tool is handed out while a run "
             "of the tool that the engine gave up on still goes on", "D-6"),

@@ -45,7 +45,10 @@ JSON = str | int | float | bool | None | list["JSON"] | dict[str, "JSON"]
 
 @dataclass(frozen=True)
 class ExecutorConfig:
-    """Options every executor takes. Durations are seconds of the harness's clock."""
+    """Options every executor takes. Durations are seconds of the harness's clock, finite and
+    at least 0; `max_attempts` is a whole number of at least 1. An executor refuses options
+    outside that range, or a lease no shorter than the heartbeat timeout, with a SpecError
+    (the conformance layer probes it)."""
 
     max_attempts: int = 3
     """Attempts of a CallTool call (read, idempotent_write); CallSingleAttemptTool has one."""

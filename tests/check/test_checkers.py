@@ -512,6 +512,47 @@ def test_a_double_run_shape_allows_the_documented_double_run_and_witnesses_it() 
     assert (double.first, double.second, double.documented) == (first, second, True)
 
 
+def _timed_out_at_w1(cancel: str | None) -> Story:
+    s = Story()
+    s.policy("send", NONIDEM, False)
+    s.session()
+    key = s.ask("send", "c1")
+    s.hand(key, "a1", "w1", "send")
+    run = s.run(key, "a1", "w1", "send")
+    s.timed_out(key, "a1")
+    if cancel is not None:
+        s.cancel(cancel, "a1")
+    s.publish(key, S.FAILED, MAY_STILL_RUN)
+    s.end(run)
+    return s
+
+
+@pytest.mark.clause("TC-AMO-3")
+def test_a_cancel_on_timeout_catches_a_timed_out_attempt_whose_worker_is_never_told() -> None:
+    found = [v for v in _timed_out_at_w1(None).check() if v.property == "A-CANCEL-ON-TIMEOUT"]
+    assert [v.key for v in found] == ["s/t1/c1"]
+    assert "never sent a cancel" in found[0].message
+
+
+@pytest.mark.clause("TC-AMO-3")
+def test_a_cancel_on_timeout_catches_a_cancel_sent_to_another_worker() -> None:
+    assert "A-CANCEL-ON-TIMEOUT" in _timed_out_at_w1("w2").properties()
+    assert _timed_out_at_w1("w1").check() == []
+
+
+@pytest.mark.clause("TC-AMO-3")
+def test_a_cancel_on_timeout_asks_nothing_of_an_attempt_that_already_ended() -> None:
+    s = Story()
+    s.policy("search", READ)
+    s.session()
+    key = s.ask("search", "c1")
+    s.hand(key, "a1", "w1", "search")
+    s.lost("w1")
+    s.timed_out(key, "a1")
+    s.publish(key, S.FAILED, MAY_HAVE_RUN)
+    assert "A-CANCEL-ON-TIMEOUT" not in s.properties()
+
+
 @pytest.mark.clause("D-8")
 def test_a_double_run_shape_allows_a_run_lost_at_a_restart_to_go_on() -> None:
     s = Story()
@@ -536,6 +577,7 @@ def test_a_fence_catches_a_new_run_while_an_abandoned_run_goes_on() -> None:
     s.hand(first, "a1", "w1", "send")
     s.run(first, "a1", "w1", "send")
     s.timed_out(first, "a1")
+    s.cancel("w1", "a1")
     s.publish(first, S.FAILED, MAY_STILL_RUN)
     second = s.ask("send", "c2", "t2")
     s.hand(second, "a2", "w2", "send")
@@ -554,6 +596,7 @@ def test_the_fence_does_not_hold_back_a_call_handed_out_before_the_other_was_aba
     s.run(first, "a1", "w1", "send")
     s.hand(second, "a2", "w2", "send")
     s.timed_out(first, "a1")
+    s.cancel("w1", "a1")
     s.publish(first, S.FAILED, MAY_STILL_RUN)
     s.run(second, "a2", "w2", "send")
     assert "A-FENCE" not in s.properties()

@@ -11,6 +11,7 @@ import pytest
 from atmostonce import verify
 from atmostonce.check.probes import probe
 from atmostonce.executor import reference
+from atmostonce.spec.errors import SpecError
 from atmostonce.spec.protocol import Answer, Ask, Command, Event, ExecutorConfig, Reply
 from atmostonce.verify import check_conformance
 
@@ -75,3 +76,41 @@ def test_an_executor_that_fails_on_bad_input_otherwise_than_refusing_it_is_caugh
     problems = probe(Crashes, ExecutorConfig())
     assert problems == ["the executor failed on a bad-input probe: RuntimeError: no idea what "
                         "to do"]
+
+
+@pytest.mark.clause("D-12")
+def test_an_executor_that_takes_a_lease_outlasting_the_heartbeat_timeout_is_caught() -> None:
+    def lax_lease(config: ExecutorConfig) -> Any:
+        lease, beat = config.lease, config.heartbeat_timeout
+        if type(lease) is float and type(beat) is float and lease in (beat, 2 * beat):
+            config = replace(config, lease=beat / 2)
+        return reference(config)
+
+    problems = probe(lax_lease, ExecutorConfig())
+    assert problems == [
+        "the executor took the options lease=10.0 with heartbeat_timeout=10.0, outside "
+        "ExecutorConfig's range, instead of refusing them with a SpecError",
+        "the executor took the options lease=20.0 with heartbeat_timeout=10.0, outside "
+        "ExecutorConfig's range, instead of refusing them with a SpecError"]
+
+
+def test_an_executor_that_takes_options_of_the_wrong_kind_or_refuses_the_edge_is_caught(
+        ) -> None:
+    def lax_types(config: ExecutorConfig) -> Any:
+        if config.max_attempts is True or config.max_attempts == 2.5:
+            config = replace(config, max_attempts=1)
+        return reference(config)
+
+    assert [p.split(",")[0] for p in probe(lax_types, ExecutorConfig())] == [
+        "the executor took the options max_attempts=True", "the executor took the options "
+        "max_attempts=2.5"]
+
+    def strict(config: ExecutorConfig) -> Any:
+        if config.max_attempts < 2 or config.retry_backoff <= 0:
+            raise SpecError("too strict")
+        return reference(config)
+
+    refused = [p for p in probe(strict, ExecutorConfig()) if "inside" in p]
+    assert [p.split(",")[0] for p in refused] == [
+        "the executor refused the options max_attempts=1", "the executor refused the options "
+        "retry_backoff=0"]

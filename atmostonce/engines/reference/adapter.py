@@ -26,6 +26,7 @@ import time
 from atmostonce.engines.adapter import (
     EngineSetup,
     ExecutorFailure,
+    Limits,
     RunEndSeen,
     ServerLog,
     SessionAPI,
@@ -83,6 +84,14 @@ def _exception(after: list[str]) -> str:
 
 
 
+NOT_CHECKABLE: dict[str, str] = {
+    "A-CANCEL-ON-TIMEOUT": "the journal records a run timeout only as the attempt's end, and "
+    "the proxies do not read the server's cancels off the wire: whether the worker was told is "
+    "judged on the executor's own commands, in the conformance and simulation layers",
+}
+"""The properties this engine cannot give evidence for, and why."""
+
+
 class ReferenceEngine(ProxiedWorkers[ProxiedWorker]):
     """The runtime's server and workers on loopback, each worker behind a proxy."""
 
@@ -115,6 +124,9 @@ class ReferenceEngine(ProxiedWorkers[ProxiedWorker]):
 
     def pids(self) -> list[int]:
         return [p.pid for p in self.started]
+
+    def limits(self) -> Limits:
+        return Limits(dict(NOT_CHECKABLE))
 
     def start(self) -> None:
         self.start_server()

@@ -57,6 +57,9 @@ NOT_CHECKABLE: dict[str, str] = {
     "told from one after a timeout",
     "S-LOST-BEFORE-HEARTBEAT": "Temporal's history records no heartbeat, and no end of an "
     "earlier attempt",
+    "A-CANCEL-ON-TIMEOUT": "the history records a start-to-close timeout but not whether the "
+    "worker running the activity was told to stop: the SDK hands such a cancel to the activity "
+    "with the reason timed_out, and the mapping's workers do not note it",
 }
 """The properties this engine cannot give evidence for, and why."""
 
