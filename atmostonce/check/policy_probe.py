@@ -120,11 +120,12 @@ def probe_policies(factory: ExecutorFactory, config: ExecutorConfig, limit: int 
     return problems
 
 
-class _Drive:
+class Drive:
     """One fresh executor driven through the protocol, its timers kept as a harness would."""
 
-    def __init__(self, executor: Executor) -> None:
+    def __init__(self, executor: Executor, session: str = SESSION) -> None:
         self.executor = executor
+        self.session = session
         self.clock = 0.0
         self.timers: dict[str, StartTimer] = {}
         self.records: dict[str, Record] = {}
@@ -154,14 +155,14 @@ class _Drive:
         return False
 
     def status(self, key: str) -> tuple[ToolCallStatus | None, object]:
-        for view in self.executor.snapshot(SESSION).tool_calls:
-            if f"{SESSION}/{view.turn_id}/{view.tool_call_id}" == key:
+        for view in self.executor.snapshot(self.session).tool_calls:
+            if f"{self.session}/{view.turn_id}/{view.tool_call_id}" == key:
                 return view.status, view
         return None, None
 
 
 def _one(executor: Executor, first: Case, later: Case) -> str:
-    drive = _Drive(executor)
+    drive = Drive(executor)
     if first.registered:
         drive.send(SetPolicy, TOOL, first.policy, first.hints)
     drive.send(OpenSession, SESSION, first.default, first.hints_may_lower)
@@ -181,7 +182,7 @@ def _one(executor: Executor, first: Case, later: Case) -> str:
     return _run_out(drive, {key1: first.expected(), key2: later.expected()})
 
 
-def _asked(drive: _Drive, key: str, expected: EffectivePolicy) -> str:
+def _asked(drive: Drive, key: str, expected: EffectivePolicy) -> str:
     status, view = drive.status(key)
     waits = status is ToolCallStatus.AWAITING_APPROVAL
     if status is None:
@@ -200,7 +201,7 @@ def _asked(drive: _Drive, key: str, expected: EffectivePolicy) -> str:
     return ""
 
 
-def _run_out(drive: _Drive, expected: dict[str, EffectivePolicy]) -> str:
+def _run_out(drive: Drive, expected: dict[str, EffectivePolicy]) -> str:
     """Approve the calls that wait, then time out every attempt they get; each record must be
     the one the spec decides for the call's resolved effect class."""
     for key, policy in expected.items():
