@@ -24,6 +24,7 @@ from transitions.extensions.diagrams_graphviz import Graph
 
 from atmostonce.model.guards import GUARDS
 from atmostonce.model.machines import ALL_MACHINES, MachineDef
+from atmostonce.model.overview import overview_dot
 from atmostonce.spec.errors import SpecError
 
 Transition = tuple[str, str, str]
@@ -172,8 +173,9 @@ class Written:
 
 
 def all_sources() -> dict[str, str]:
-    """File stem -> DOT text of every diagram `atmostonce diagrams` writes."""
-    return {m.name: dot_source(m) for m in ALL_MACHINES}
+    """File stem -> DOT text of every diagram `atmostonce diagrams` writes: each machine's,
+    and the overview of how they interact."""
+    return {**{m.name: dot_source(m) for m in ALL_MACHINES}, "overview": overview_dot()}
 
 
 def write(out: Path) -> tuple[list[Written], str]:
