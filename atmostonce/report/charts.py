@@ -181,6 +181,8 @@ def step_messages(system: System, before: State, label: Label, after: State,
     else:  # pragma: no cover - every kind the model has is handled above
         raise SpecError(f"no chart wording for model step {kind!r}")
     for i, c1 in enumerate(calls1):
+        if i < len(calls0) and 0 < calls0[i][s.NATT] < c1[s.NATT]:
+            say(EXECUTOR, EXECUTOR, f"call {i}: retry, attempt {c1[s.NATT]} queued")
         record = _record(c1)
         old = _record(calls0[i]) if i < len(calls0) else None
         if record is not None and record != old:
