@@ -1,9 +1,11 @@
-"""The guards of the call machines' edges: named predicates over what a call knows when its
-machine picks an edge, so the definitions say (and the diagrams show) why an edge is taken.
+"""The guards of the machines' edges: named predicates over what a call knows when its machine
+picks an edge, so the definitions say (and the diagrams show) why an edge is taken.
 
-The explorer decides with the table compiled from the spec's `decide` (`protocol`); the guards
-say the same thing edge by edge, and `tests/model/test_guards.py` proves that for every
-situation exactly one edge's guard holds and it is the one that table picks.
+The explorer decides with the table compiled from the spec's `decide` (`protocol`) and with its
+own tests of the workers' states (`call_steps`); the guards say the same thing edge by edge, and
+`tests/model/test_guards.py` proves that for every situation exactly one call edge's guard holds
+and it is the one that table picks, and that the attempt's edges are taken in exactly the
+states of the explored model where their guards hold.
 """
 
 from __future__ import annotations
@@ -19,13 +21,18 @@ from atmostonce.spec.records import AttemptEnd
 class Situation:
     """What a call's guards read: its effect class and whether it waits for approval (from its
     policy snapshot), and once an attempt ended, how it ended, whether attempts remain and
-    whether an earlier attempt of the call reached a worker."""
+    whether an earlier attempt of the call reached a worker; for its attempt, the Worker
+    machine's state of the worker in question, whether that worker already holds work, and
+    whether the fence holds the call back."""
 
     effect: EffectClass
     requires_approval: bool = False
     end: AttemptEnd | None = None
     attempts_left: bool = False
     reached_before: bool = False
+    worker: str | None = None
+    worker_busy: bool = False
+    fenced: bool = False
 
 
 _INFRA = (AttemptEnd.NOT_REACHED, AttemptEnd.WORKER_LOST, AttemptEnd.CANCELLED)
@@ -64,6 +71,12 @@ GUARDS: Mapping[str, Guard] = {g.name: g for g in (
           lambda s: s.end in _SILENT),
     Guard("cancelled", "the attempt was cancelled (timed out) after it was handed out (D-4)",
           lambda s: s.end is AttemptEnd.CANCELLED),
+    Guard("worker_up", "the worker is up and connected (Worker machine: up)",
+          lambda s: s.worker == "up"),
+    Guard("worker_busy", "the worker holds a handed-out attempt or a run",
+          lambda s: s.worker_busy),
+    Guard("fenced", "the fence is on and a run of the same single-attempt tool may still be "
+          "going (D-6)", lambda s: s.fenced),
 )}
 
 

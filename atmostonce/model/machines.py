@@ -149,9 +149,9 @@ ATTEMPT = MachineDef(
      "cancelled", "not_reached"),
     (
         _e("schedule", "none", "queued"),
-        _e("hand", "queued", "handed"),
-        _e("go", "handed", "started"),
-        _e("heartbeat", "started", "running"),
+        _e("hand", "queued", "handed", when=["worker_up"], unless=["worker_busy", "fenced"]),
+        _e("go", "handed", "started", when=["worker_up"]),
+        _e("heartbeat", "started", "running", when=["worker_up"]),
         _e("return_result", ("started", "running"), "returned"),
         _e("report_failure", ("started", "running"), "tool_failed"),
         _e("lose", ("handed", "started", "running"), "lost"),
