@@ -330,7 +330,9 @@ def build_parser() -> argparse.ArgumentParser:
     diagrams = sub.add_parser(
         "diagrams", help="draw the state diagrams from the model's definitions",
         description="Write the DOT of every component machine (and SVG when Graphviz's dot is "
-        "installed), drawn from the same transitions definitions the checks run on.",
+        "installed), drawn from the same transitions definitions the checks run on: guards on "
+        "the edges, initial and terminal states marked, a legend; and overview.dot, how the "
+        "machines interact, found by exploring the model.",
     )
     diagrams.add_argument("--out", type=arguments.output_directory, default="diagrams",
                           metavar="DIR", help="directory to write into, created when missing "

@@ -1,0 +1,1 @@
+"""HTML report: plots, coverage-coloured diagrams, sequence charts."""

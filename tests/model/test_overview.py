@@ -1,0 +1,59 @@
+"""The overview of how the machines interact is found by exploring the model."""
+
+from __future__ import annotations
+
+import pytest
+
+from atmostonce.model import overview
+from atmostonce.model.config import ModelConfig
+from atmostonce.spec.errors import SpecError
+
+
+@pytest.fixture(scope="module")
+def found() -> dict[tuple[str, str], tuple[str, ...]]:
+    return {(i.origin, i.target): i.kinds for i in overview.interactions(overview.BOUND)}
+
+
+@pytest.mark.clause("D-5", "D-12", "TC-AMO-3", "TC-EFF-IDEM")
+def test_the_overview_shows_the_couplings_of_the_model(
+        found: dict[tuple[str, str], tuple[str, ...]]) -> None:
+    assert found[("Attempt", "Run")] == ("go",)  # the run starts only on the go-ahead
+    assert found[("Run", "KeyedLedger")] == ("apply",)
+    assert found[("Run", "PlainLedger")] == ("apply",)
+    assert found[("Worker", "Run")] == ("crash", "detect", "reconnect")
+    assert found[("Worker", "Attempt")] == ("detect", "reconnect")
+    assert found[("CallTool", "Attempt")] == ("approve",)
+    assert found[("agent's model", "CallTool")] == ("ask", "reask")
+    assert "restart" in found[("server restart", "Attempt")]
+    assert set(found[("Attempt", "CallSingleAttemptTool")]) == {"expire", "time_out"}
+
+
+def test_a_cancel_draws_no_arrow_to_the_run(
+        found: dict[tuple[str, str], tuple[str, ...]]) -> None:
+    """TC-AMO-3: a time-out decides the call but leaves the run going."""
+    assert not any("time_out" in kinds for (o, t), kinds in found.items() if t == "Run")
+    assert ("server restart", "Run") not in found
+
+
+def test_the_overview_dot_draws_every_interaction() -> None:
+    dot = overview.overview_dot()
+    assert '"agent\'s model" [fillcolor="#e8eef7" shape=ellipse style=filled]' in dot
+    assert "Attempt -> Run [label=go]" in dot
+    assert "subgraph cluster_legend" in dot
+    assert "TC-AMO-3" in dot
+
+
+def test_a_narrower_bound_shows_fewer_interactions() -> None:
+    """The overview follows the model: with no faults, workers never move runs or attempts."""
+    quiet = ModelConfig(workers=1, calls=1, crashes=0, partitions=0, restarts=0, timeouts=0,
+                        faults=0)
+    pairs = {(i.origin, i.target) for i in overview.interactions(quiet)}
+    assert ("Worker", "Run") not in pairs
+    assert ("server restart", "Attempt") not in pairs
+    assert ("Attempt", "Run") in pairs
+
+
+def test_a_step_nobody_owns_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delitem(overview.ACTORS, "ask")
+    with pytest.raises(SpecError, match="model step 'ask' is no machine's trigger"):
+        overview.interactions.__wrapped__(ModelConfig(workers=1, calls=1, faults=0))
