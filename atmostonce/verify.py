@@ -114,13 +114,14 @@ def check_conformance(path: str, factory: ExecutorFactory) -> CheckResult:
     """The executor, driven in lockstep with the model through every transition within the
     depth, does only what the model allows and agrees with it on every observable; then it
     must refuse the bad input those schedules never give it (`probes`), resolve every
-    policy input the way the spec does (`policy_probe`) and fence just what D-6 names
-    (`fence_probe`)."""
+    policy input the way the spec does (`policy_probe`), fence just what D-6 names
+    (`fence_probe`) and show after a restart every record as before (`restart_probe`)."""
     from atmostonce.check.conformance import replay_schedules
     from atmostonce.check.fence_probe import probe_fence
     from atmostonce.check.lockstep_state import executor_config
     from atmostonce.check.policy_probe import cases, probe_policies
     from atmostonce.check.probes import probe
+    from atmostonce.check.restart_probe import probe_restart
     from atmostonce.model.check import DEFAULT
 
     details: list[str] = []
@@ -153,6 +154,9 @@ def check_conformance(path: str, factory: ExecutorFactory) -> CheckResult:
     if not details:
         details = probe_fence(factory, executor_config(DEFAULT))
         verdict = "FENCES OTHERWISE THAN D-6" if details else verdict
+    if not details:
+        details = probe_restart(factory, executor_config(DEFAULT))
+        verdict = "A RESTART CHANGES WHAT THE SESSION SHOWS" if details else verdict
     return CheckResult(
         "conformance", "model-generated schedules", not details,
         f"{schedules:,} schedules (every transition), {steps:,} steps within depth "

@@ -38,8 +38,14 @@ from atmostonce.model.explorer import Explorer
 from atmostonce.model.layout import Label, State
 from atmostonce.model.system import System
 from atmostonce.spec import protocol as p
-from atmostonce.spec.records import RejectReason, failure_text, reject_text
-from atmostonce.spec.session import ToolCallStatus, ToolCallView
+from atmostonce.spec.records import Outcome, Record, RejectReason, failure_text, reject_text
+from atmostonce.spec.session import (
+    AgentSnapshot,
+    MessageRole,
+    ToolCallStatus,
+    ToolCallView,
+    tool_result_text,
+)
 
 
 class Lockstep(EnvironmentActions):
@@ -108,6 +114,7 @@ class Lockstep(EnvironmentActions):
         snapshot = self.executor.snapshot(SESSION)
         views = {f"{SESSION}/{v.turn_id}/{v.tool_call_id}": v for v in snapshot.tool_calls}
         reported = _reported(snapshot)
+        results = _tool_results(snapshot)
         for i, c in enumerate(self.system.calls_of(self.state)):
             key = self.keys[i]
             view = views.get(key)
@@ -128,6 +135,7 @@ class Lockstep(EnvironmentActions):
                     raise Disagreement(f"call {i} ({key}) was rejected with {view.error!r}, "
                                        f"the model says {reject_text(reason)!r}")
             self._compare_kept(i, key, c, view)
+            self._compare_result(i, key, view, results.get(key, []))
             hands = m.hands(c[m.G])
             if self.hand_outs.get(key, 0) != hands:
                 raise Disagreement(f"call {i} ({key}) was handed out "
@@ -146,6 +154,35 @@ class Lockstep(EnvironmentActions):
                                    f"{self.effects.get(tool.name, 0)} effects, the model "
                                    f"{expected_effects}")
 
+
+    def _compare_result(self, i: int, key: str, view: ToolCallView, results: list[str]
+                        ) -> None:
+        """A recorded call's record reaches the model once, as the tool result its record and
+        error make, and its event says what the snapshot says; a call without a record has
+        no tool result yet (TC-REC-2, TC-RCN-1)."""
+        if not view.status.final:
+            if results:
+                raise Disagreement(f"call {i} ({key}) has no record yet but the session history "
+                                   f"holds its tool result {results[0]!r}")
+            return
+        if len(results) != 1:
+            raise Disagreement(f"call {i} ({key}) recorded {view.status.value}, and the session "
+                               f"history holds {len(results)} tool results for it, not one "
+                               "(TC-REC-2)")
+        record = Record(view.status.value)
+        if record is Record.SUCCEEDED:
+            if results[0] not in self.outputs.get(key, ()):
+                raise Disagreement(f"call {i} ({key}) succeeded, but its tool result "
+                                   f"{results[0]!r} is no output its runs returned (TC-REC-2)")
+        else:
+            expected = tool_result_text(Outcome(record, view.error))
+            if results[0] != expected:
+                raise Disagreement(f"call {i} ({key}) recorded {record.value}, and its tool "
+                                   f"result reads {results[0]!r}, not {expected!r} (TC-REC-2)")
+        errors = self.published_errors.get(key, [])
+        if errors and errors[-1] != view.error:
+            raise Disagreement(f"call {i} ({key}) was published with the error {errors[-1]!r} "
+                               f"but the snapshot shows {view.error!r}")
 
     def _compare_kept(self, i: int, key: str, c: m.Call, view: ToolCallView) -> None:
         """The policy and deadline the call kept, its approval timer while it waits, and its
@@ -177,6 +214,16 @@ def _reported(snapshot: object) -> dict[str, int]:
             for key in _keys_in(message.text):
                 counts[key] = counts.get(key, 0) + 1
     return counts
+
+
+def _tool_results(snapshot: AgentSnapshot) -> dict[str, list[str]]:
+    """Each call's tool results in the session history, by key."""
+    results: dict[str, list[str]] = {}
+    for message in snapshot.messages:
+        if message.role is MessageRole.TOOL:
+            key = f"{SESSION}/{message.turn_id}/{message.tool_call_id}"
+            results.setdefault(key, []).append(message.tool_output)
+    return results
 
 
 def _keys_in(text: str) -> list[str]:

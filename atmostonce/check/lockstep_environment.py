@@ -138,7 +138,9 @@ class EnvironmentActions(LockstepState):
         run = self.runs.pop((label[1], worker.name))
         if not run.started_sent:
             self._from_worker(worker, p.Started(self.clock, run.worker, run.attempt))
-        self._from_worker(worker, p.Finished(self.clock, run.worker, run.attempt, ok))
+        output = f"output of {run.attempt}"
+        self.outputs.setdefault(self.keys[label[1]], set()).add(output)
+        self._from_worker(worker, p.Finished(self.clock, run.worker, run.attempt, ok, output))
 
     def _do_finish_ok(self, label: Label) -> None:
         self._finish(label, True)

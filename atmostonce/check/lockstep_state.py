@@ -72,6 +72,9 @@ class LockstepState:
         self.runs: dict[tuple[int, str], Run] = {}  # (call, worker) -> run
         self.hand_outs: dict[str, int] = {}
         self.published: dict[str, list[str]] = {}
+        self.published_errors: dict[str, list[str]] = {}
+        self.outputs: dict[str, set[str]] = {}
+        """What each call's runs reported, by key: a succeeded call's tool result is one."""
         self.replies: dict[str, p.Reply] = {}
         self.ledger_keys: set[str] = set()
         self.effects: dict[str, int] = {}
@@ -134,6 +137,7 @@ class LockstepState:
                 key = f"{command.event.session_id}/{command.event.turn_id}/" \
                       f"{command.event.tool_call_id}"
                 self.published.setdefault(key, []).append(command.event.status.value)
+                self.published_errors.setdefault(key, []).append(command.event.error)
             elif isinstance(command, p.Reply):
                 self.replies[command.request] = command
         for timer in backoffs:  # backoff is timing the model abstracts away

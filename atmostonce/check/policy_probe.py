@@ -28,6 +28,7 @@ from atmostonce.spec.policy import (
     resolve_policy,
 )
 from atmostonce.spec.protocol import (
+    JSON,
     Answer,
     Ask,
     Command,
@@ -37,6 +38,7 @@ from atmostonce.spec.protocol import (
     ExecutorFactory,
     GoAhead,
     OpenSession,
+    Persist,
     Poll,
     Publish,
     SetPolicy,
@@ -130,12 +132,15 @@ class Drive:
         self.timers: dict[str, StartTimer] = {}
         self.records: dict[str, Record] = {}
         self.requests = 0
+        self.journal: list[dict[str, JSON]] = []
 
     def send(self, event_of: type, *args: object) -> list[Command]:
         self.clock += 1.0
         commands = self.executor.handle(event_of(self.clock, *args))
         for command in commands:
-            if isinstance(command, StartTimer):
+            if isinstance(command, Persist):
+                self.journal.append(command.entry)
+            elif isinstance(command, StartTimer):
                 self.timers[command.timer] = command
             elif isinstance(command, StopTimer):
                 self.timers.pop(command.timer, None)

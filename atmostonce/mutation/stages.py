@@ -37,6 +37,7 @@ def _conformance(depth: int) -> Check:
         from atmostonce.check.lockstep_state import executor_config
         from atmostonce.check.policy_probe import probe_policies
         from atmostonce.check.probes import probe
+        from atmostonce.check.restart_probe import probe_restart
         from atmostonce.model.check import DEFAULT
 
         for problem in probe(factory, executor_config(DEFAULT))[:1]:
@@ -44,6 +45,8 @@ def _conformance(depth: int) -> Check:
         for problem in probe_policies(factory, executor_config(DEFAULT), limit=1)[:1]:
             return Verdict(True, problem)
         for problem in probe_fence(factory, executor_config(DEFAULT)):
+            return Verdict(True, problem)
+        for problem in probe_restart(factory, executor_config(DEFAULT)):
             return Verdict(True, problem)
         for config in (DEFAULT, DEFAULT.with_(fence=True)):
             result = replay_schedules(config, factory, depth, edges=True)
