@@ -118,14 +118,18 @@ __all__ = [
 """Everything `atmostonce` exports: `__version__` and each name of `_HOME`."""
 
 
-def __getattr__(name: str) -> Any:
-    """Import an exported name from its module on first use, and keep it."""
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module 'atmostonce' has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value
-    return value
+if not TYPE_CHECKING:
+    # Hidden from type checkers, which see the real names above, so that a misspelt name is
+    # an error for mypy too instead of an Any.
+
+    def __getattr__(name: str) -> Any:
+        """Import an exported name from its module on first use, and keep it."""
+        home = _HOME.get(name)
+        if home is None:
+            raise AttributeError(f"module 'atmostonce' has no attribute {name!r}")
+        value = getattr(importlib.import_module(home), name)
+        globals()[name] = value
+        return value
 
 
 def __dir__() -> list[str]:

@@ -98,7 +98,8 @@ def test_the_readme_library_example_runs_against_the_readme_processes(
     both calls succeed; its output is what the README says it prints."""
     workdir, port = processes
     code = example()
-    assert code.count(SERVER_PORT) == 2 and LEDGER_PORT not in code
+    assert code.count(SERVER_PORT) == 2
+    assert LEDGER_PORT not in code
     run = subprocess.run([sys.executable, "-c", code.replace(SERVER_PORT, port)], cwd=workdir,
                          capture_output=True, text=True, timeout=60 * patience(), check=False,
                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
