@@ -15,12 +15,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-import atmostonce
 from atmostonce.spec.clauses import Clause, all_clauses
 
 # An id such as TC-REC-EXHAUST-READ, D-7 or F-6; "TC-REC-*" names a family, not an id.
 CLAUSE_ID = re.compile(r"\b(?:TC-[A-Z0-9]+(?:-[A-Z0-9]+)*|D-\d+|F-\d+)\b(?!-\*)")
-PACKAGE_DIR = Path(atmostonce.__file__).resolve().parent
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
+"""The package's directory, found from this file: importing the package's root would make the
+checks depend on the library face it exports, the runtime's included."""
 REPO_DIR = PACKAGE_DIR.parent
 TESTS_DIR = REPO_DIR / "tests"
 
