@@ -13,12 +13,19 @@ from typing import Any
 
 from transitions import Machine
 
+from atmostonce.spec.policy import EffectClass, retries_allowed
+
 
 @dataclass(frozen=True)
 class Edge:
+    """One trigger's move from each source to `dest`, taken only when every guard named in
+    `conditions` holds and none in `unless` does (`atmostonce.model.guards`)."""
+
     trigger: str
     sources: tuple[str, ...]
     dest: str
+    conditions: tuple[str, ...] = ()
+    unless: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -29,10 +36,18 @@ class MachineDef:
     doc: str
     states: tuple[str, ...]
     edges: tuple[Edge, ...]
+    effects: tuple[EffectClass, ...] = ()
+    """The effect classes whose calls this machine runs; empty for a machine that is not a call."""
 
     @property
     def initial(self) -> str:
         return self.states[0]
+
+    @property
+    def terminal(self) -> tuple[str, ...]:
+        """The states no edge leaves (an edge back to the same state does not count)."""
+        leaving = {s for e in self.edges for s in e.sources if s != e.dest}
+        return tuple(s for s in self.states if s not in leaving)
 
     @property
     def triggers(self) -> tuple[str, ...]:
@@ -41,11 +56,19 @@ class MachineDef:
             seen.setdefault(edge.trigger, None)
         return tuple(seen)
 
-    def transitions(self) -> list[dict[str, Any]]:
-        """The edges in the form `transitions.Machine(transitions=...)` takes."""
-        return [
-            {"trigger": e.trigger, "source": list(e.sources), "dest": e.dest} for e in self.edges
-        ]
+    def transitions(self, guarded: bool = False) -> list[dict[str, Any]]:
+        """The edges in the form `transitions.Machine(transitions=...)` takes; with `guarded`,
+        with their guards' names as conditions, for drawing (the explorer decides with the
+        spec's table, which the guards are tested against, so its machines carry none)."""
+        out: list[dict[str, Any]] = []
+        for e in self.edges:
+            t: dict[str, Any] = {"trigger": e.trigger, "source": list(e.sources), "dest": e.dest}
+            if guarded and e.conditions:
+                t["conditions"] = list(e.conditions)
+            if guarded and e.unless:
+                t["unless"] = list(e.unless)
+            out.append(t)
+        return out
 
     def build(self, model: object | None = None, initial: str | None = None) -> Machine:
         """A `transitions.Machine` for this definition, bound to `model` (or to itself)."""
@@ -59,25 +82,26 @@ class MachineDef:
         )
 
 
-def _e(trigger: str, sources: str | Sequence[str], dest: str) -> Edge:
-    return Edge(trigger, (sources,) if isinstance(sources, str) else tuple(sources), dest)
+def _e(trigger: str, sources: str | Sequence[str], dest: str, when: Sequence[str] = (),
+       unless: Sequence[str] = ()) -> Edge:
+    return Edge(trigger, (sources,) if isinstance(sources, str) else tuple(sources), dest,
+                tuple(when), tuple(unless))
 
 
 _CALL_STATES = ("asked", "awaiting_approval", "attempting", "succeeded", "failed", "rejected",
                 "outcome_unknown")
 
-# What every call does, whichever Step runs it: approval, then an attempt decides the record.
-_CALL_EDGES = (
-    _e("needs_approval", "asked", "awaiting_approval"),
-    _e("start", "asked", "attempting"),
+# What every call does, whichever Step runs it: approval when its policy snapshot asks for it
+# (TC-APR-2, TC-APR-3), then attempts until one decides the record. Which record comes from the
+# spec's `decide`; the guards restate it edge by edge (tests/model/test_guards.py).
+_APPROVAL_EDGES = (
+    _e("needs_approval", "asked", "awaiting_approval", when=["requires_approval"]),
+    _e("start", "asked", "attempting", unless=["requires_approval"]),
     _e("approve", "awaiting_approval", "attempting"),
     _e("reject", "awaiting_approval", "rejected"),
     _e("deadline", "awaiting_approval", "rejected"),
-    _e("returned", "attempting", "succeeded"),
-    _e("tool_failed", "attempting", "failed"),
-    _e("did_not_run", "attempting", "failed"),
-    _e("may_still_run", "attempting", "failed"),
-    _e("unknown", "attempting", "outcome_unknown"),
+    _e("returned", "attempting", "succeeded", when=["tool_returned"]),
+    _e("tool_failed", "attempting", "failed", when=["tool_reported_failure"]),
 )
 
 # TC-REC-1, TC-REC-RETRY: CallTool runs a read or an idempotent write, with retries.
@@ -87,10 +111,17 @@ CALL_TOOL = MachineDef(
     "attempts until one decides the record (TC-EFF-READ, TC-EFF-IDEM, TC-REC-RETRY).",
     _CALL_STATES,
     (
-        *_CALL_EDGES,
-        _e("retry", "attempting", "attempting"),
-        _e("may_have_run", "attempting", "failed"),
+        *_APPROVAL_EDGES,
+        _e("did_not_run", "attempting", "failed", unless=["reached", "attempts_left"]),
+        _e("may_still_run", "attempting", "failed", when=["read", "cancelled"],
+           unless=["attempts_left"]),
+        _e("unknown", "attempting", "outcome_unknown",
+           when=["idempotent_write", "reached", "infra_failure"], unless=["attempts_left"]),
+        _e("retry", "attempting", "attempting", when=["infra_failure", "attempts_left"]),
+        _e("may_have_run", "attempting", "failed", when=["read", "reached", "lost_or_unreached"],
+           unless=["attempts_left"]),
     ),
+    tuple(e for e in EffectClass if retries_allowed(e)),
 )
 
 # TC-AMO-1, TC-EFF-NONIDEM, TC-EFF-UNCL: one attempt, so there is no retry edge at all.
@@ -99,7 +130,13 @@ CALL_SINGLE_ATTEMPT_TOOL = MachineDef(
     "A call of a non-idempotent write or an unclassified tool: approval if its policy asks "
     "for it, then exactly one attempt (TC-EFF-NONIDEM, TC-EFF-UNCL, TC-AMO-1).",
     _CALL_STATES,
-    _CALL_EDGES,
+    (
+        *_APPROVAL_EDGES,
+        _e("did_not_run", "attempting", "failed", unless=["reached"]),
+        _e("may_still_run", "attempting", "failed", when=["cancelled"]),
+        _e("unknown", "attempting", "outcome_unknown", when=["reached", "lost_or_unreached"]),
+    ),
+    tuple(e for e in EffectClass if not retries_allowed(e)),
 )
 
 # D-5: an attempt counts as reached from `hand` on, which the server records before the go-ahead.

@@ -11,10 +11,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from atmostonce.model import layout as s
-from atmostonce.model.config import ModelConfig
+from atmostonce.model.config import ModelConfig, parse_tools
 from atmostonce.model.explorer import Explorer, Finding
 from atmostonce.model.layout import Call, Label, State
 from atmostonce.model.system import System
+from atmostonce.spec.errors import SpecError
+from atmostonce.spec.policy import EffectClass
 from atmostonce.spec.records import Record
 
 TRACE_FORMAT = "atmostonce-trace/1"
@@ -235,3 +237,29 @@ def diff(system: System, before: State, after: State) -> list[str]:
             out.append(f"service of {tool}: effects applied {b['effects_by_tool'].get(tool)} -> "
                        f"{count}")
     return out
+
+
+def config_from_json(data: object) -> ModelConfig:
+    """The bounds a trace was found with, from its `config` (the inverse of `config_json`);
+    SpecError, one line, for anything else."""
+    if not isinstance(data, dict):
+        raise SpecError(f"a trace's config must be an object, got {type(data).__name__}")
+    numbers = ("workers", "calls", "reasks", "max_attempts", "crashes", "partitions",
+               "restarts", "timeouts", "faults", "policy_changes", "reconcile_crashes")
+    missing = [k for k in (*numbers, "tools") if k not in data]
+    if missing:
+        raise SpecError(f"a trace's config lacks {', '.join(missing)}")
+    tools = data["tools"]
+    if not isinstance(tools, list) or not all(isinstance(t, str) for t in tools):
+        raise SpecError(f"a trace's config tools must be a list of names, got {tools!r}")
+    default = data.get("session_default")
+    return ModelConfig(
+        **{k: data[k] for k in numbers},
+        tools=parse_tools(",".join(tools)),
+        fence=bool(data.get("fence", False)),
+        ledger=str(data.get("ledger", "plain")),
+        mutant=data.get("mutant"),
+        reconcile_cancelled=bool(data.get("reconcile_cancelled", False)),
+        session_default=None if default is None else EffectClass.parse(default),
+        hints_may_lower=bool(data.get("hints_may_lower", True)),
+    )
