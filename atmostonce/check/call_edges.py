@@ -77,13 +77,17 @@ def call_edges(calls: Iterable[Call]) -> CallEdges:
         if len(c.attempts) > 1:
             take(machine, "attempting", "retry", "attempting", len(c.attempts) - 1)
         if record is ToolCallStatus.FAILED:
-            trigger = next((t for opening, t in _FAILED if c.record_error.startswith(opening)),
-                           None)
-            if trigger is None:
+            named = next((t for opening, t in _FAILED if c.record_error.startswith(opening)),
+                         None)
+            if named is None:
                 unnamed += 1
             else:
-                take(machine, "attempting", trigger, "failed")
+                take(machine, "attempting", named, "failed")
         elif record in _RECORD_EDGE:
             trigger, dest = _RECORD_EDGE[record]
             take(machine, "attempting", trigger, dest)
     return CallEdges(tuple(sorted(counts.items())), unnamed)
+
+
+NO_EDGES = CallEdges(())
+"""A run whose calls were not read off (the default of `RunStats.taken`)."""

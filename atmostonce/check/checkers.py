@@ -82,8 +82,8 @@ from typing import Any, NamedTuple
 
 from atmostonce.check import history as h
 from atmostonce.check.approval_checks import ApprovalChecks
-from atmostonce.check.call_edges import CallEdges, call_edges
 from atmostonce.check.attempt_checks import AttemptChecks
+from atmostonce.check.call_edges import CallEdges, call_edges
 from atmostonce.check.checker_state import OUTCOME_UNKNOWN
 from atmostonce.check.record_checks import RecordChecks
 from atmostonce.check.run_checks import RunChecks

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from atmostonce.model.diagrams import edges as machine_edges
 from atmostonce.model.machines import ALL_MACHINES, MachineDef
 
 EdgeKey = tuple[str, str, str, str]
@@ -20,11 +21,6 @@ Edge = tuple[str, str, str]
 """(source state, trigger, destination state) of one machine."""
 
 MACHINES: dict[str, MachineDef] = {m.name: m for m in ALL_MACHINES}
-
-
-def machine_edges(machine: MachineDef) -> list[Edge]:
-    """Every (source, trigger, destination) of the machine, in definition order."""
-    return [(source, e.trigger, e.dest) for e in machine.edges for source in e.sources]
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from atmostonce.check.call_edges import CallEdges, EdgeKey
+from atmostonce.check.call_edges import NO_EDGES, CallEdges, EdgeKey
 from atmostonce.check.checker_state import DoubleRun
 from atmostonce.check.checkers import CallSummary
 from atmostonce.spec.policy import EffectClass
@@ -56,13 +56,13 @@ class RunStats:
     restarts: int
     events: int
     sim_seconds: float
-    taken: CallEdges = CallEdges(())
+    taken: CallEdges = NO_EDGES
     """The call machines' edges the run took (`atmostonce.check.call_edges`)."""
 
 
 def run_stats(summaries: Iterable[CallSummary], double_runs: Iterable[DoubleRun],
               witnessed: Iterable[str], restarts: int, events: int,
-              sim_seconds: float, taken: CallEdges = CallEdges(())) -> RunStats:
+              sim_seconds: float, taken: CallEdges = NO_EDGES) -> RunStats:
     counts: dict[tuple[str, str], int] = {}
     retries: dict[str, int] = {}
     times: list[tuple[str, float]] = []
