@@ -22,7 +22,7 @@ def chaos_section(result: ChaosResult, check: Check, layer: str = "runtime") -> 
     lanes, bars, bands = timeline(result.entries)
     shown = (*plots(totals.records, totals.times, "seconds"),
              Chart("Timeline", timeline_chart(lanes, bars, bands,
-                                              f"{result.engine}, seed {result.options.seed}"),
+                                              f"seed {result.options.seed}, seconds since the start"),
                    "Each session's calls as bars from ask to record, coloured by record; each "
                    "worker's tool runs (from the effect ledger); faults shaded: crashes and "
                    "cut connections on their worker, server restarts across the picture."))
@@ -56,6 +56,6 @@ def write_chaos_page(result: ChaosResult, path: Path) -> None:
     """Write `chaos --report`'s page."""
     from atmostonce.report.page import Page, write
 
-    write(Page(f"atmostonce chaos: {result.engine}", result.options.command(),
+    write(Page(f"atmostonce chaos: {result.options.engine}", result.options.command(),
                f"{result.engine} under a nemesis", result.ok,
                (chaos_section(result, chaos_check(result)),)), path)

@@ -75,9 +75,12 @@ def _concerns(e: h.Entry, key: str, attempts: set[str], runs: set[int]) -> bool:
 
 def violation_chart(entries: Sequence[h.Entry], violation: h.Violation, title: str
                     ) -> tuple[str, str]:
-    """The chart (SVG) of one violation, from the call's ask to the last entry it names, and
-    a caption."""
+    """The chart (SVG) of one violation, from the call's ask to the last entry it names (or
+    the call's record, when that comes later), and a caption."""
     last = max(violation.positions, default=len(entries) - 1)
+    last = next((i for i in range(last, len(entries))
+                 if isinstance(entries[i], h.RecordPublished)
+                 and entries[i].key == violation.key), last)  # type: ignore[attr-defined]
     attempts: set[str] = set()
     runs: set[int] = set()
     workers: dict[str, None] = {}

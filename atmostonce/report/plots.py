@@ -20,6 +20,8 @@ RECORD_COLOURS = {
     "run stopped": "#b39ddb",
     "run going": "#e0e0e0",
 }
+LOG_FROM = 50
+"""A histogram of more values than this has log-scaled counts, so rare slow records show."""
 FAULT_COLOURS = {"crash": "#c23b22", "cut": "#3b6fc2", "restart": "#8e44ad", "pause": "#d4ac0d"}
 
 
@@ -73,7 +75,8 @@ def times_chart(times: Mapping[str, Sequence[float]], unit: str = "s") -> str:
     for ax, (effect, values) in zip(axes[:, 0], sorted(shown.items()), strict=False):
         ax.hist(values, bins=40, color="#3b6fc2")
         ax.set_ylabel(effect, rotation=0, ha="right", va="center")
-        ax.set_yscale("log")
+        if len(values) > LOG_FROM:
+            ax.set_yscale("log")
     axes[0, 0].set_title("time from ask to record")
     axes[-1, 0].set_xlabel(f"time ({unit})")
     return _svg(figure)

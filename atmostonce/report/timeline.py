@@ -11,7 +11,15 @@ from atmostonce.report.plots import Band, Bar
 
 
 def timeline(entries: Sequence[h.Entry]) -> tuple[list[str], list[Bar], list[Band]]:
-    """The lanes (sessions, then workers), the bars and the fault bands of a history."""
+    """The lanes (sessions, then workers), the bars and the fault bands of a history, in
+    seconds since its first entry."""
+    lanes, bars, bands = _timeline(entries)
+    t0 = entries[0].at if entries else 0.0
+    return (lanes, [Bar(b.lane, b.start - t0, b.end - t0, b.outcome) for b in bars],
+            [Band(b.start - t0, b.end - t0, b.kind, b.lane) for b in bands])
+
+
+def _timeline(entries: Sequence[h.Entry]) -> tuple[list[str], list[Bar], list[Band]]:
     end = entries[-1].at if entries else 0.0
     asked: dict[str, tuple[str, float]] = {}
     runs: dict[int, tuple[str, float]] = {}

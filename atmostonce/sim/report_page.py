@@ -32,7 +32,7 @@ def plots(records: dict[str, dict[str, int]], times: dict[str, list[float]], uni
     if any(times.values()):
         shown.append(Chart("Time to record", times_chart(times, unit),
                            f"Per effect class, the {unit} from the ask to the record "
-                           "(log-scaled counts)."))
+                           "(counts log-scaled where there are many)."))
     return tuple(shown)
 
 
