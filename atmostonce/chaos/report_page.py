@@ -21,8 +21,8 @@ def chaos_section(result: ChaosResult, check: Check, layer: str = "runtime") -> 
     totals = result.totals
     lanes, bars, bands = timeline(result.entries)
     shown = (*plots(totals.records, totals.times, "seconds"),
-             Chart("Timeline", timeline_chart(lanes, bars, bands,
-                                              f"seed {result.options.seed}, seconds since the start"),
+             Chart("Timeline", timeline_chart(
+                 lanes, bars, bands, f"seed {result.options.seed}, seconds since the start"),
                    "Each session's calls as bars from ask to record, coloured by record; each "
                    "worker's tool runs (from the effect ledger); faults shaded: crashes and "
                    "cut connections on their worker, server restarts across the picture."))

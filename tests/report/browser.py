@@ -44,7 +44,8 @@ def render(page: Path, screenshot: Path, width: int = 1400, height: int = 2400) 
     profile = screenshot.parent / f"{screenshot.stem}-profile"
     done = _run(["--dump-dom", f"--screenshot={screenshot}", f"--window-size={width},{height}",
                  page.resolve().as_uri()], profile)
-    assert done.returncode == 0 and screenshot.exists(), done.stderr[-2000:]
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert screenshot.exists(), done.stderr[-2000:]
     console = [line for line in done.stderr.splitlines()
                if ":CONSOLE" in line or "Uncaught" in line]
     return Rendered(done.stdout, console, screenshot)

@@ -128,10 +128,13 @@ def test_a_machine_not_measured_has_no_counts_and_a_measured_one_has_every_edge(
     counted = layer_counts("x", "", {("Worker", "up", "crash", "crashed"): 3},
                            {"Run": "not observed"})
     machines = {m.machine: m for m in counted.machines}
-    assert machines["Run"].taken is None and machines["Run"].why == "not observed"
+    assert machines["Run"].taken is None
+    assert machines["Run"].why == "not observed"
     worker = machines["Worker"].taken
-    assert worker is not None and worker[("up", "crash", "crashed")] == 3
-    assert len(worker) == 11 and sum(worker.values()) == 3
+    assert worker is not None
+    assert worker[("up", "crash", "crashed")] == 3
+    assert len(worker) == 11
+    assert sum(worker.values()) == 3
 
 
 def test_a_call_without_a_record_takes_only_its_entry_edge() -> None:
