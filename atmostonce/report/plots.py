@@ -60,7 +60,6 @@ def records_chart(records: Mapping[str, Mapping[str, int]]) -> str:
         left = [a + b for a, b in zip(left, values, strict=True)]
     ax.invert_yaxis()
     ax.set_xlabel("calls")
-    ax.set_title("records per effect class")
     ax.legend(loc="lower right", fontsize=7, frameon=False, ncols=5,
               bbox_to_anchor=(1.0, 1.06))
     return _svg(figure)
@@ -77,7 +76,6 @@ def times_chart(times: Mapping[str, Sequence[float]], unit: str = "s") -> str:
         ax.set_ylabel(effect, rotation=0, ha="right", va="center")
         if len(values) > LOG_FROM:
             ax.set_yscale("log")
-    axes[0, 0].set_title("time from ask to record")
     axes[-1, 0].set_xlabel(f"time ({unit})")
     return _svg(figure)
 
