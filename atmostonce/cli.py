@@ -57,6 +57,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
     layers = verify.LAYERS if args.layers is None else \
         arguments.names(args.layers, "--layers", "layer", verify.LAYERS)
+    report = args.report is not None
+    if report:
+        from atmostonce.report.libraries import require
+
+        require()
     unjudged: dict[str, str] = {}
     if args.engine is not None:
         if args.executor is not None:
@@ -68,15 +73,21 @@ def cmd_verify(args: argparse.Namespace) -> int:
         subject = args.engine
         unjudged = {layer: why for layer, why in verify.NOT_FOR_ENGINES.items()
                     if layer in layers}
-        checks = verify.engine_plan(args.engine, layers)
+        checks = verify.engine_plan(args.engine, layers, report)
         if not checks:
             raise SpecError(f"--layers {','.join(layers)}: none of them applies to a black-box "
                             "engine (they need a sans-IO executor); give spec, model or runtime")
     else:
         subject = DEFAULT_EXECUTOR if args.executor is None else args.executor
-        checks = verify.plan(subject, load_factory(subject), layers)
+        checks = verify.plan(subject, load_factory(subject), layers, report)
     results = verify.run(checks, progress)
     passed = all(r.ok for r in results)
+    if args.report is not None:
+        from atmostonce.report.page import write
+
+        progress("the report")
+        write(verify.report_page(subject, _verify_command(args), results, unjudged),
+              args.report)
     if args.json:
         print(json.dumps({
             "verdict": "pass" if passed else "fail",
@@ -98,6 +109,16 @@ def cmd_verify(args: argparse.Namespace) -> int:
         print(f"verdict: {'PASS' if passed else 'FAIL'} "
               f"({len(results)} {noun}, {failed} failed{apart})")
     return EXIT_OK if passed else EXIT_FAILED
+
+
+def _verify_command(args: argparse.Namespace) -> str:
+    """The verify command line as the report shows it."""
+    parts = ["atmostonce verify"]
+    for flag, value in (("--executor", args.executor), ("--engine", args.engine),
+                        ("--layers", args.layers), ("--report", args.report)):
+        if value is not None:
+            parts.append(f"{flag} {value}")
+    return " ".join(parts)
 
 
 def cmd_prove(args: argparse.Namespace) -> int:
@@ -244,6 +265,11 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--layers", metavar="LIST",
                         help="comma-separated layers to run (default: all of them)")
     verify.add_argument("--json", action="store_true", help="print one JSON object")
+    verify.add_argument("--report", type=arguments.output_file, metavar="FILE.html",
+                        help="also write a self-contained HTML page: the verdict, each layer's "
+                        "figures and plots, the state diagrams coloured by how often each layer "
+                        "took each transition, and every counterexample as a sequence chart "
+                        "(needs the report extra: pip install 'atmostonce[report]')")
     verify.set_defaults(func=cmd_verify)
 
     clauses = sub.add_parser(

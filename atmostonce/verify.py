@@ -14,10 +14,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from atmostonce.check import coverage, proofs
+from atmostonce.report.page import Check as ReportCheck
+from atmostonce.report.page import Page, Section
 from atmostonce.spec.protocol import Executor, ExecutorConfig, ExecutorFactory
 
 if TYPE_CHECKING:
     from atmostonce.chaos.options import ChaosOptions as ChaosOptionsT
+    from atmostonce.model.config import ModelConfig as ModelConfigT
 
 
 @dataclass
@@ -30,6 +33,11 @@ class CheckResult:
     summary: str
     details: list[str] = field(default_factory=list)
     data: dict[str, object] = field(default_factory=dict)
+    section: Section | None = None
+    """With a report asked for: the layer's part of the HTML page (figures, counts, charts)."""
+
+    def check(self) -> ReportCheck:
+        return ReportCheck(self.name, self.ok, self.summary, tuple(self.details))
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -78,31 +86,36 @@ def check_proofs() -> CheckResult:
     )
 
 
-def check_model() -> CheckResult:
+def check_model(report: bool = False) -> CheckResult:
     """The exhaustive model check at the default bound: every always-property holds, every
     sometimes-property is witnessed, findings F-6 and F-7 and both choices of D-22 are
     established."""
     from atmostonce.model import check
 
-    report = check.run(check.DEFAULT)
-    r = report.result
-    details = [f"{t.property}: {t.message}" for t in report.violations]
+    checked = check.run(check.DEFAULT, count=report)
+    r = checked.result
+    details = [f"{t.property}: {t.message}" for t in checked.violations]
     details += [f"never witnessed: {pid}" for pid in r.unwitnessed]
-    details += [f"finding {c.id} does not hold: {c.statement}" for c in report.claims
+    details += [f"finding {c.id} does not hold: {c.statement}" for c in checked.claims
                 if not c.holds]
     if not r.complete:
         details.append(f"incomplete: {r.stopped_reason}")
-    return CheckResult(
-        "model", "exhaustive check", report.ok,
+    result = CheckResult(
+        "model", "exhaustive check", checked.ok,
         f"{r.states:,} states, {r.transitions:,} transitions, depth {r.depth}, "
         f"{r.seconds:.1f} s; {len(r.violations)} violations, {len(r.witnesses)} "
         f"sometimes-properties witnessed; findings F-6, F-7 and D-22's choices "
-        f"{'established' if all(c.holds for c in report.claims) else 'NOT established'}",
+        f"{'established' if all(c.holds for c in checked.claims) else 'NOT established'}",
         details,
         {"states": r.states, "transitions": r.transitions, "depth": r.depth,
-         "seconds": r.seconds, "violations": [t.property for t in report.violations],
+         "seconds": r.seconds, "violations": [t.property for t in checked.violations],
          "unwitnessed": r.unwitnessed},
     )
+    if checked.edge_counts is not None:
+        from atmostonce.report.layers import model_section
+
+        result.section = model_section(result.check(), checked.edge_counts)
+    return result
 
 
 CONFORMANCE_DEPTH = 9
@@ -110,7 +123,7 @@ CONFORMANCE_DEPTH = 9
 within it, each after the state's shortest schedule, once with the fence off and once on."""
 
 
-def check_conformance(path: str, factory: ExecutorFactory) -> CheckResult:
+def check_conformance(path: str, factory: ExecutorFactory, report: bool = False) -> CheckResult:
     """The executor, driven in lockstep with the model through every transition within the
     depth, does only what the model allows and agrees with it on every observable; then it
     must refuse the bad input those schedules never give it (`probes`), resolve every
@@ -128,7 +141,9 @@ def check_conformance(path: str, factory: ExecutorFactory) -> CheckResult:
     schedules = steps = 0
     seconds = 0.0
     verdict = "0 disagreements"
-    for config in (DEFAULT, DEFAULT.with_(fence=True)):
+    configs = (DEFAULT, DEFAULT.with_(fence=True))
+    failing: list[tuple[ModelConfigT, str, list[str], str]] = []
+    for config in configs:
         result = replay_schedules(config, factory, CONFORMANCE_DEPTH, edges=True)
         schedules += result.schedules
         steps += result.steps
@@ -138,10 +153,12 @@ def check_conformance(path: str, factory: ExecutorFactory) -> CheckResult:
             verdict = "THE EXECUTOR BROKE THE PROTOCOL"
             details.append(f"the executor broke the protocol ({fence}): {message}")
             details.append(f"schedule so far: {_schedule(log)}")
+            failing.append((config, fence, log, message))
         for log, message in result.disagreements[:1]:
             verdict = "DISAGREES"
             details.append(f"{message} ({fence})")
             details.append(f"schedule: {_schedule(log)}")
+            failing.append((config, fence, log, message))
         if details:
             break
     if not details:
@@ -157,7 +174,7 @@ def check_conformance(path: str, factory: ExecutorFactory) -> CheckResult:
     if not details:
         details = probe_restart(factory, executor_config(DEFAULT))
         verdict = "A RESTART CHANGES WHAT THE SESSION SHOWS" if details else verdict
-    return CheckResult(
+    checked = CheckResult(
         "conformance", "model-generated schedules", not details,
         f"{schedules:,} schedules (every transition), {steps:,} steps within depth "
         f"{CONFORMANCE_DEPTH} and {sum(1 for _ in cases()):,} policy resolutions on {path}, "
@@ -166,6 +183,25 @@ def check_conformance(path: str, factory: ExecutorFactory) -> CheckResult:
         {"schedules": schedules, "steps": steps, "depth": CONFORMANCE_DEPTH,
          "seconds": seconds, "executor": path},
     )
+    if report:
+        checked.section = _conformance_section(checked, configs, failing)
+    return checked
+
+
+def _conformance_section(checked: CheckResult, configs: tuple[ModelConfigT, ...],
+                         failing: list[tuple[ModelConfigT, str, list[str], str]]) -> Section:
+    """The layer's part of the report: the edges of every replayed schedule when all of them
+    ran, or else the first failing schedule as a sequence chart."""
+    from atmostonce.check.schedule_counts import schedule_edge_counts
+    from atmostonce.report.layers import conformance_section, summed
+    from atmostonce.report.schedule_chart import schedule_chart
+
+    charts = tuple(schedule_chart(config, log, f"{message} ({fence})")
+                   for config, fence, log, message in failing)
+    if failing:
+        return conformance_section(checked.check(), None, charts)
+    counts = summed(*(schedule_edge_counts(c, CONFORMANCE_DEPTH) for c in configs))
+    return conformance_section(checked.check(), counts)
 
 
 def _schedule(log: list[str]) -> str:
@@ -178,7 +214,7 @@ SIMULATION_SEEDS = 300
 """Seeds of the `chaos` campaign verify runs (every fault kind, swarm subsets per seed)."""
 
 
-def check_simulation(path: str, factory: ExecutorFactory) -> CheckResult:
+def check_simulation(path: str, factory: ExecutorFactory, report: bool = False) -> CheckResult:
     """A seeded fault-simulation campaign: every history is checked against every property."""
     from atmostonce.sim.campaign import campaign
 
@@ -197,7 +233,7 @@ def check_simulation(path: str, factory: ExecutorFactory) -> CheckResult:
             shrunk = failure.shrunk
             details.append(f"shrunk from {shrunk.original} faults to {len(shrunk.kept)}: "
                            f"{shrunk.result.replay_command()}")
-    return CheckResult(
+    checked = CheckResult(
         "simulation", "fault-simulation campaign", result.ok,
         f"{len(result.seeds)} chaos seeds, {totals.calls:,} tool calls, "
         f"{totals.double_runs} double runs ({totals.documented} of the documented shape), "
@@ -206,6 +242,11 @@ def check_simulation(path: str, factory: ExecutorFactory) -> CheckResult:
         {"seeds": len(result.seeds), "calls": totals.calls, "failing_seeds":
          [f.run.seed for f in result.failures], "seconds": result.wall_seconds},
     )
+    if report:
+        from atmostonce.sim.report_page import simulation_section
+
+        checked.section = simulation_section(result, factory, checked.check())
+    return checked
 
 
 CHAOS_SECONDS = 25.0
@@ -214,7 +255,7 @@ and the clean-up the check takes well under a minute."""
 CHAOS_DRAIN = 20.0
 
 
-def check_chaos(path: str, factory: ExecutorFactory) -> CheckResult:
+def check_chaos(path: str, factory: ExecutorFactory, report: bool = False) -> CheckResult:
     """A short chaos run on the real runtime (`atmostonce.chaos`): the server runs the executor
     under test while workers are killed, paused and cut off and the server is restarted from
     its journal; the history is checked by the simulator's checkers and no record a client saw
@@ -223,10 +264,10 @@ def check_chaos(path: str, factory: ExecutorFactory) -> CheckResult:
 
     return _chaos("chaos on the real runtime", path,
                   ChaosOptions(duration=CHAOS_SECONDS, executor=path, pace=2.0,
-                               drain=CHAOS_DRAIN))
+                               drain=CHAOS_DRAIN), report)
 
 
-def check_engine(engine: str) -> CheckResult:
+def check_engine(engine: str, report: bool = False) -> CheckResult:
     """The same chaos run on a black-box engine (`atmostonce chaos --engine`): its workers
     killed, paused and cut off and its server restarted; what the engine cannot show evidence
     for is listed as not checkable, never counted as passed."""
@@ -234,10 +275,11 @@ def check_engine(engine: str) -> CheckResult:
 
     return _chaos(f"chaos on {engine}", engine,
                   ChaosOptions(duration=CHAOS_SECONDS, engine=engine, pace=2.0,
-                               drain=CHAOS_DRAIN))
+                               drain=CHAOS_DRAIN), report)
 
 
-def _chaos(name: str, subject: str, options: ChaosOptionsT) -> CheckResult:
+def _chaos(name: str, subject: str, options: ChaosOptionsT, report: bool = False
+           ) -> CheckResult:
     from atmostonce.chaos.run import run_chaos
 
     result = run_chaos(options)
@@ -256,7 +298,7 @@ def _chaos(name: str, subject: str, options: ChaosOptionsT) -> CheckResult:
            f"{result.stats.calls:,} tool calls in {CHAOS_SECONDS:g} s of faults ({faults})")
     unjudged = (f", {len(result.not_checkable)} properties not checkable"
                 if result.not_checkable else "")
-    return CheckResult(
+    checked = CheckResult(
         "runtime", name, result.ok,
         f"{ran} on {subject}, {result.seconds:.1f} s; {len(result.violations)} violations, "
         f"{len(result.lost)} lost records{unjudged}",
@@ -268,6 +310,11 @@ def _chaos(name: str, subject: str, options: ChaosOptionsT) -> CheckResult:
          "not_checkable": dict(sorted(result.not_checkable.items())),
          "kept": None if result.kept is None else str(result.kept)},
     )
+    if report:
+        from atmostonce.chaos.report_page import chaos_section
+
+        checked.section = chaos_section(result, checked.check())
+    return checked
 
 
 Check = Callable[[], CheckResult]
@@ -293,12 +340,15 @@ NOT_FOR_ENGINES = {
 not checkable, never as passed."""
 
 
-def engine_plan(engine: str, layers: tuple[str, ...] = LAYERS) -> list[Planned]:
-    """The checks of the chosen layers that apply to a black-box engine, in order."""
-    checks = [planned for planned in plan("", _no_factory, layers)
+def engine_plan(engine: str, layers: tuple[str, ...] = LAYERS, report: bool = False
+                ) -> list[Planned]:
+    """The checks of the chosen layers that apply to a black-box engine, in order; with
+    `report`, each also builds its part of the HTML page."""
+    checks = [planned for planned in plan("", _no_factory, layers, report)
               if planned.layer not in NOT_FOR_ENGINES and planned.layer != "runtime"]
     if "runtime" in layers:
-        checks.append(Planned("runtime", f"chaos on {engine}", lambda: check_engine(engine)))
+        checks.append(Planned("runtime", f"chaos on {engine}",
+                              lambda: check_engine(engine, report)))
     return checks
 
 
@@ -306,16 +356,20 @@ def _no_factory(config: ExecutorConfig) -> Executor:
     raise AssertionError("a black-box engine's plan builds no executor")
 
 
-def plan(path: str, factory: ExecutorFactory, layers: tuple[str, ...] = LAYERS
-         ) -> list[Planned]:
-    """The checks of the chosen layers, in order."""
+def plan(path: str, factory: ExecutorFactory, layers: tuple[str, ...] = LAYERS,
+         report: bool = False) -> list[Planned]:
+    """The checks of the chosen layers, in order; with `report`, each also builds its part of
+    the HTML page (`CheckResult.section`)."""
     checks = [
         Planned("spec", "clause coverage", check_clause_coverage),
         Planned("spec", "CrossHair proofs", check_proofs),
-        Planned("model", "exhaustive model check", check_model),
-        Planned("conformance", "conformance", lambda: check_conformance(path, factory)),
-        Planned("simulation", "fault simulation", lambda: check_simulation(path, factory)),
-        Planned("runtime", "chaos on the real runtime", lambda: check_chaos(path, factory)),
+        Planned("model", "exhaustive model check", lambda: check_model(report)),
+        Planned("conformance", "conformance",
+                lambda: check_conformance(path, factory, report)),
+        Planned("simulation", "fault simulation",
+                lambda: check_simulation(path, factory, report)),
+        Planned("runtime", "chaos on the real runtime",
+                lambda: check_chaos(path, factory, report)),
     ]
     return [planned for planned in checks if planned.layer in layers]
 
@@ -341,3 +395,25 @@ def stopped(planned: Planned, error: Exception) -> CheckResult:
     return CheckResult(planned.layer, planned.name, False,
                        f"the check stopped on {type(error).__name__}: {message}",
                        [f"the check {raised(error)}"], {"stopped": type(error).__name__})
+
+
+def report_page(subject: str, command: str, results: list[CheckResult],
+                unjudged: dict[str, str]) -> Page:
+    """The HTML report's page of a verify run: a section per layer, in order, with what its
+    checks built (`plan(..., report=True)`); a layer that does not apply says why."""
+    from atmostonce.report.layers import not_checkable, spec_section
+
+    sections: list[Section] = []
+    for layer in LAYERS:
+        if layer in unjudged:
+            sections.append(not_checkable(layer, unjudged[layer]))
+            continue
+        ran = [r for r in results if r.layer == layer]
+        if layer == "spec" and ran:
+            sections.append(spec_section(tuple(r.check() for r in ran)))
+            continue
+        sections += [r.section if r.section is not None else Section(
+            layer, (r.check(),), not_measured=f"the check stopped before it measured: "
+            f"{r.summary}") for r in ran]
+    return Page(f"atmostonce verify: {subject}", command, f"{subject} against the Tool Calls "
+                "specification", all(r.ok for r in results), tuple(sections))

@@ -80,6 +80,12 @@ def register(subparsers: Any) -> None:
                        "temporary directory, removed afterwards unless the run failed: then its "
                        "path is printed)")
     chaos.add_argument("--json", action="store_true", help="print one JSON object")
+    chaos.add_argument("--report", type=arguments.output_file, metavar="FILE.html",
+                       help="also write a self-contained HTML page: records per effect class, "
+                       "times to record, a timeline of calls and faults, the call machines "
+                       "coloured by how often the history took each transition, and each "
+                       "violation as a sequence chart (needs the report extra: pip install "
+                       "'atmostonce[report]')")
     chaos.set_defaults(func=cmd_chaos)
 
     reconcile = subparsers.add_parser(
@@ -130,6 +136,10 @@ def cmd_chaos(args: argparse.Namespace) -> int:
     from atmostonce.chaos.report import chaos_json, chaos_text
     from atmostonce.chaos.run import run_chaos
 
+    if args.report is not None:
+        from atmostonce.report.libraries import require
+
+        require()
     options = ChaosOptions(duration=args.duration, workers=args.workers,
                            nemesis=_nemeses(args.nemesis), seed=args.seed,
                            pace=args.pace, cuts=_cuts(args.cuts),
@@ -137,6 +147,10 @@ def cmd_chaos(args: argparse.Namespace) -> int:
                            workdir=args.workdir)
     signal.signal(signal.SIGTERM, _interrupt)
     result = run_chaos(options, _stderr)
+    if args.report is not None:
+        from atmostonce.chaos.report_page import write_chaos_page
+
+        write_chaos_page(result, args.report)
     if args.json:
         print(json.dumps(chaos_json(result), indent=2))
     else:

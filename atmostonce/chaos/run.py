@@ -138,7 +138,8 @@ def run_chaos(options: ChaosOptions, say: Say = lambda line: None) -> ChaosResul
                      "quiescent: the eventually-properties were not judged")
     checker = history.checker
     stats = run_stats(checker.summaries(), checker.double_runs, checker.witnessed,
-                      len(got.faults.restarts), len(entries), end - started)
+                      len(got.faults.restarts), len(entries), end - started,
+                      checker.call_edges())
     return ChaosResult(options, got.engine, entries, list(history.violations), lost, stats,
                        got.faults, got.obs, notes, got.pids, end - started, got.drained,
                        errors, failures, kept, dict(got.limits.not_checkable))

@@ -87,6 +87,7 @@ from typing import Any, NamedTuple
 from atmostonce.check import history as h
 from atmostonce.check.approval_checks import ApprovalChecks
 from atmostonce.check.attempt_checks import AttemptChecks
+from atmostonce.check.call_edges import CallEdges, call_edges
 from atmostonce.check.checker_state import OUTCOME_UNKNOWN
 from atmostonce.check.record_checks import RecordChecks
 from atmostonce.check.run_checks import RunChecks
@@ -178,6 +179,10 @@ class HistoryChecker(ApprovalChecks, AttemptChecks, RecordChecks, RunChecks):
                 if not c.runs:
                     self.witnessed.add("S-UNKNOWN-NEVER-RAN")
         return self.take_fresh()
+
+    def call_edges(self) -> CallEdges:
+        """The call machines' edges this history took (`atmostonce.check.call_edges`)."""
+        return call_edges(self._calls.values())
 
     def summaries(self) -> Iterator[CallSummary]:
         for c in self._calls.values():

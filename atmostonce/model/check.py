@@ -8,6 +8,7 @@ from typing import Any
 
 from atmostonce.model import findings, mutants
 from atmostonce.model.config import ModelConfig
+from atmostonce.model.edge_counts import EdgeKey, count_edges
 from atmostonce.model.explorer import Explorer, Progress, Result
 from atmostonce.model.protocol import Protocol
 from atmostonce.model.system import System
@@ -27,6 +28,8 @@ class CheckReport:
     violations: list[Trace] = field(default_factory=list)
     double_run: Trace | None = None
     claims: list[findings.Claim] = field(default_factory=list)
+    edge_counts: dict[EdgeKey, int] | None = None
+    """With `run(count=True)`: per component edge, the explored transitions taking it."""
 
     @property
     def ok(self) -> bool:
@@ -87,9 +90,11 @@ def with_mutant(config: ModelConfig, name: str) -> ModelConfig:
 
 
 def run(config: ModelConfig, *, progress: Progress | None = None, stop_at_first: bool = True,
-        max_states: int | None = None, with_findings: bool = True) -> CheckReport:
+        max_states: int | None = None, with_findings: bool = True,
+        count: bool = False) -> CheckReport:
     """Explore `config`'s model (stopping after `max_states` states, at least 1, when given),
-    build its traces and establish finding F-6 unless it is a mutant's model."""
+    build its traces and establish finding F-6 unless it is a mutant's model; with `count`,
+    count how often each component edge is taken as well (`edge_counts`)."""
     if max_states is not None and max_states < 1:
         raise SpecError(f"max_states must be at least 1, got {max_states}")
     system = System(config, protocol_for(config))
@@ -97,6 +102,8 @@ def run(config: ModelConfig, *, progress: Progress | None = None, stop_at_first:
                         progress=progress)
     result = explorer.run()
     report = CheckReport(config, result)
+    if count:
+        report.edge_counts = count_edges(system, explorer.states)
     report.violations = [build(explorer, v, "counterexample") for v in result.violations]
     witness = result.witnesses.get("S-DOUBLE-RUN")
     if witness is not None:

@@ -62,6 +62,12 @@ def register(subparsers: Any) -> None:
                           "key NAME (such as executor.heartbeat_timeout) and print one row per "
                           "value")
     simulate.add_argument("--json", action="store_true", help="print one JSON object")
+    simulate.add_argument("--report", type=arguments.output_file, metavar="FILE.html",
+                          help="also write a self-contained HTML page: records per effect "
+                          "class, time-to-record distributions, the call machines coloured by "
+                          "how often the histories took each transition, and the first failing "
+                          "seed as a sequence chart and a timeline (needs the report extra: "
+                          "pip install 'atmostonce[report]'; fault profiles only)")
     simulate.set_defaults(func=cmd_simulate)
 
     replay = subparsers.add_parser(
@@ -111,6 +117,13 @@ def _profile_or_scenario(args: argparse.Namespace) -> bool:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
+    if args.report is not None:
+        if args.scenario is not None:
+            raise SpecError("--report draws fault-profile campaigns; a scenario run's report "
+                            "prints per tool instead (leave out --report or --scenario)")
+        from atmostonce.report.libraries import require
+
+        require()
     if _profile_or_scenario(args):
         return scenario_commands.cmd_simulate(args)
     find_profile(args.profile)
@@ -119,11 +132,23 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     result = campaign(range(args.first_seed, args.first_seed + args.seeds), args.profile,
                       factory, args.executor, bar.update)
     bar.close()
+    if args.report is not None:
+        from atmostonce.sim.report_page import write_campaign_page
+
+        write_campaign_page(result, factory, _simulate_command(args), args.report)
     if args.json:
         print(json.dumps(campaign_json(result), indent=2))
     else:
         print(campaign_text(result))
     return EXIT_OK if result.ok else EXIT_FAILED
+
+
+def _simulate_command(args: argparse.Namespace) -> str:
+    command = (f"atmostonce simulate --seeds {args.seeds} --first-seed {args.first_seed} "
+               f"--profile {args.profile}")
+    if args.executor != DEFAULT_EXECUTOR:
+        command += f" --executor {args.executor}"
+    return f"{command} --report {args.report}"
 
 
 def cmd_replay(args: argparse.Namespace) -> int:

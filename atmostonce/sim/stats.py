@@ -8,6 +8,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from atmostonce.check.call_edges import NO_EDGES, CallEdges, EdgeKey
 from atmostonce.check.checker_state import DoubleRun
 from atmostonce.check.checkers import CallSummary
 from atmostonce.spec.policy import EffectClass
@@ -55,11 +56,13 @@ class RunStats:
     restarts: int
     events: int
     sim_seconds: float
+    taken: CallEdges = NO_EDGES
+    """The call machines' edges the run took (`atmostonce.check.call_edges`)."""
 
 
 def run_stats(summaries: Iterable[CallSummary], double_runs: Iterable[DoubleRun],
               witnessed: Iterable[str], restarts: int, events: int,
-              sim_seconds: float) -> RunStats:
+              sim_seconds: float, taken: CallEdges = NO_EDGES) -> RunStats:
     counts: dict[tuple[str, str], int] = {}
     retries: dict[str, int] = {}
     times: list[tuple[str, float]] = []
@@ -75,7 +78,7 @@ def run_stats(summaries: Iterable[CallSummary], double_runs: Iterable[DoubleRun]
             times.append((effect, s.recorded_at - s.asked_at))
     return RunStats(calls, tuple((e, r, n) for (e, r), n in sorted(counts.items())),
                     tuple(sorted(retries.items())), tuple(times), tuple(double_runs),
-                    frozenset(witnessed), restarts, events, sim_seconds)
+                    frozenset(witnessed), restarts, events, sim_seconds, taken)
 
 
 class Totals:
@@ -94,6 +97,8 @@ class Totals:
         self.documented = 0
         self.fenced = 0
         self.witnessed: set[str] = set()
+        self.taken: dict[EdgeKey, int] = {}
+        self.unnamed_failures = 0
 
     def add(self, stats: RunStats) -> None:
         self.runs += 1
@@ -113,6 +118,9 @@ class Totals:
             self.documented += d.documented
             self.fenced += d.fence
         self.witnessed |= stats.witnessed
+        for key, n in stats.taken.counts:
+            self.taken[key] = self.taken.get(key, 0) + n
+        self.unnamed_failures += stats.taken.unnamed_failures
 
     def time_to_record(self) -> Mapping[str, tuple[float, float, float]]:
         """Per effect class: mean, median and 99th percentile seconds from ask to record."""
