@@ -165,9 +165,11 @@ def check_conformance(path: str, factory: ExecutorFactory, report: bool = False)
         details = [f"took bad input: {problem}"
                    for problem in probe(factory, executor_config(DEFAULT))]
         verdict = "TOOK BAD INPUT" if details else verdict
+    resolved = ""
     if not details:
         details = probe_policies(factory, executor_config(DEFAULT))
         verdict = "RESOLVES POLICIES OTHERWISE THAN THE SPEC" if details else verdict
+        resolved = f" and {sum(1 for _ in cases()):,} policy resolutions"
     if not details:
         details = probe_fence(factory, executor_config(DEFAULT))
         verdict = "FENCES OTHERWISE THAN D-6" if details else verdict
@@ -177,8 +179,7 @@ def check_conformance(path: str, factory: ExecutorFactory, report: bool = False)
     checked = CheckResult(
         "conformance", "model-generated schedules", not details,
         f"{schedules:,} schedules (every transition), {steps:,} steps within depth "
-        f"{CONFORMANCE_DEPTH} and {sum(1 for _ in cases()):,} policy resolutions on {path}, "
-        f"{seconds:.1f} s; {verdict}",
+        f"{CONFORMANCE_DEPTH}{resolved} on {path}, {seconds:.1f} s; {verdict}",
         details,
         {"schedules": schedules, "steps": steps, "depth": CONFORMANCE_DEPTH,
          "seconds": seconds, "executor": path},
