@@ -35,12 +35,17 @@ class Mutant:
 
 
 def executor_modules(package: Path) -> list[Path]:
-    """The executor's modules: every `*.py` of the package but its deliberately broken
-    variants (`mutants.py`, checked by `atmostonce mutants`) and its `__init__` re-exports."""
+    """The executor's modules: every `*.py` of the package but `NOT_THE_EXECUTOR`."""
     if not package.is_dir():
         raise SpecError(f"no package directory {package}")
-    return [p for p in sorted(package.glob("*.py")) if p.name not in ("mutants.py",
-                                                                        "__init__.py")]
+    return [p for p in sorted(package.glob("*.py")) if p.name not in NOT_THE_EXECUTOR]
+
+
+NOT_THE_EXECUTOR = ("mutants.py", "before_upgrade.py", "__init__.py")
+"""Modules of the package that `verify` never runs as the reference executor: its deliberately
+broken variants (`mutants.py`, checked by `atmostonce mutants`), the restart rule of a server
+before an upgrade (`before_upgrade.py`, D-31, which only the upgrade's tests run) and the
+`__init__` re-exports."""
 
 
 def mutants(modules: Sequence[Path], root: Path) -> Iterator[Mutant]:
