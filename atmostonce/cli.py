@@ -339,10 +339,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     from atmostonce.chaos.commands import register as register_chaos
     from atmostonce.runtime.commands import register as register_runtime
+    from atmostonce.runtime.trace_command import extend_replay
     from atmostonce.sim.commands import register as register_simulation
 
     register_simulation(sub)
     register_runtime(sub)
+    extend_replay(sub.choices["replay"])
     register_chaos(sub)
     return parser
 
