@@ -309,8 +309,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--max-states", type=arguments.count, metavar="N",
                        help="stop after N states (the check is then incomplete and exits 1)")
     check.add_argument("--out", type=arguments.output_file, metavar="FILE",
-                       help="save counterexamples and witnesses as JSON traces the executor "
-                       "layers replay (its directory must exist)")
+                       help="save counterexamples and the double run's witness as JSON "
+                       "traces for `atmostonce replay --trace FILE` (its directory must exist)")
     check.add_argument("--json", action="store_true", help="print one JSON object")
     check.set_defaults(func=cmd_check)
 
