@@ -68,6 +68,9 @@ LONG = 120.0
 """Seconds of the timers the trace never lets fire, and of a gated run's longest wait."""
 SETTLE = 10.0
 """Seconds the harness waits, beyond a timer, for the runtime to show the model's state."""
+MOVED = 1.0
+"""Seconds the harness still waits once the runtime shows neither the model's state before the
+step nor after it: it went elsewhere, and is given this long to arrive after all."""
 TIMED = ("time_out", "expire", "deadline", "detect")
 
 
@@ -149,13 +152,14 @@ class RuntimeReplay:
             return NOT_SCRIPTABLE, f"not scriptable on the runtime ({why})"
         except SpecError as error:
             return DIVERGED, f"the runtime refused the step: {error}"
-        bound = SETTLE + (SHORT if kind in TIMED else 0.0)
-        problem, seen = self._settle(step, bound)
+        started = time.monotonic()
+        problem, seen = self._settle(step, SETTLE + (SHORT if kind in TIMED else 0.0))
+        waited = time.monotonic() - started
         if kind in ("finish_ok", "finish_fail"):
             self._retire(step.label[2])
         self.hand_step = step.label[1] if kind == "hand" else -1
         if problem is not None:
-            return DIVERGED, f"{problem} (after waiting {bound:g} s); runtime: {seen}"
+            return DIVERGED, f"{problem} (after waiting {waited:.1f} s); runtime: {seen}"
         return AGREE, f"runtime: {seen}"
 
     def _check_scriptable(self, step: PlannedStep) -> None:
@@ -354,12 +358,16 @@ class RuntimeReplay:
     # -- comparing ---------------------------------------------------------------------------
 
     def _settle(self, step: PlannedStep, bound: float) -> tuple[str | None, str]:
-        """Wait until the runtime shows the model's state after `step`, at most `bound` s."""
+        """Wait until the runtime shows the model's state after `step`, at most `bound` s, or
+        `MOVED` s once it shows neither that state nor the one before the step."""
         deadline = time.monotonic() + bound
         while True:
-            problem, seen = self.compare(step)
-            if problem is None or time.monotonic() > deadline:
+            problem, seen = self.compare(step, step.after)
+            now = time.monotonic()
+            if problem is None or now > deadline:
                 break
+            if self.compare(step, step.before)[0] is not None:
+                deadline = min(deadline, now + MOVED)
             time.sleep(0.02)
         if step.label[0] == "detect":
             worker = self.workers[step.label[1]]
@@ -368,9 +376,9 @@ class RuntimeReplay:
                 worker.process, worker.runs = None, set()
         return problem, seen
 
-    def compare(self, step: PlannedStep) -> tuple[str | None, str]:
-        """The first difference between the runtime and the model after `step` (None when
-        they agree), and what the runtime shows."""
+    def compare(self, step: PlannedStep, state: State) -> tuple[str | None, str]:
+        """The first difference between the runtime and the model's `state` around `step` (None
+        when they agree), and what the runtime shows."""
         snapshot = self.client.get_agent_snapshot(SESSION)
         runs = self.ledger.runs()
         writes = self.ledger.writes()
@@ -378,14 +386,14 @@ class RuntimeReplay:
         reported = _reported(snapshot)
         problems: list[str] = []
         shown: list[str] = []
-        for i, c in enumerate(self.system.calls_of(step.after)):
+        for i, c in enumerate(self.system.calls_of(state)):
             key = self.keys[i]
             view = views.get(key)
             if view is None:
                 problems.append(f"call {i} ({key}) is missing from the snapshot")
                 continue
             ran = sum(1 for r in runs if r.key == key)
-            starting = step.label[0] == "hand" and step.label[1] == i
+            starting = step.label[0] == "hand" and step.label[1] == i and state is step.after
             handed = sum(1 for a in view.attempts if a.reached)
             shown.append(f"call {i} {view.status.value}, {handed} handed out, {ran} "
                          f"run{'s' if ran != 1 else ''} at the ledger")
@@ -423,7 +431,7 @@ class RuntimeReplay:
                 continue
             demo = DEMO_TOOL[tool.effect]
             applied = min(2, sum(1 for w in writes if w.tool == demo and w.applied))
-            model = step.after[m.TE] >> (2 * t) & 3
+            model = state[m.TE] >> (2 * t) & 3
             effects.append(f"{demo} {applied}")
             if applied != model:
                 problems.append(f"the {demo} service applied {applied} writes, the model "

@@ -60,6 +60,9 @@ def test_the_documented_double_run_replays_on_the_core_with_every_step_agreeing(
     assert report["trace"] == "S-DOUBLE-RUN"
     assert [s["verdict"] for s in report["steps"]] == ["agree"] * 9
     assert "GoAhead(w1, s/turn-1/call-1#1)" in report["steps"][7]["implementation"]
+    capsys.readouterr()
+    assert main(["replay", "--trace", str(trace)]) == 0
+    assert capsys.readouterr().out.rstrip().endswith("verdict: every step agrees (9 agree)")
 
 
 def test_a_broken_executor_diverges_on_the_double_run_where_it_breaks_the_model(

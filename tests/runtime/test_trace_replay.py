@@ -4,13 +4,16 @@ the observable state compared with the model's after it."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from atmostonce.cli import main
+from atmostonce.runtime.tools import Behaviour, WriteResult, run_tool
+from atmostonce.spec.errors import SpecError
 from tests.check.test_trace_replay import double_run_trace, replayed
 
 pytestmark = pytest.mark.slow
@@ -81,7 +84,73 @@ def test_a_step_the_runtime_cannot_take_is_reported_not_scriptable_never_agreein
     assert [s["verdict"] for s in report["steps"]] == [
         "agree", "agree", "not scriptable", "not reached"], report
     assert "go-ahead" in report["steps"][2]["implementation"]
-    capsys.readouterr()
-    assert main(["replay", "--trace", str(trace), "--runtime"]) == 0
-    assert "verdict: no step diverged (2 agree, 1 not scriptable, 1 not reached)" in \
-        capsys.readouterr().out
+
+
+def test_a_broken_executors_server_diverges_on_the_double_run_at_the_time_out(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace = double_run_trace(tmp_path)
+    code, report = replayed(capsys, "--trace", str(trace), "--runtime", "--executor",
+                            "atmostonce.executor.mutants:cancel_says_did_not_run")
+    assert code == 1
+    assert [s["verdict"] for s in report["steps"]] == \
+        ["agree"] * 4 + ["DIVERGED"] + ["not reached"] * 4, report
+    assert "the tool did not run" in report["steps"][4]["implementation"]
+
+
+class _Context:
+    """A tool's view of its worker, recording writes."""
+
+    key = "s/turn-0/call-0"
+
+    def __init__(self) -> None:
+        self.cancelled = asyncio.Event()
+        self.written: list[str] = []
+
+    async def write(self, payload: str) -> WriteResult:
+        self.written.append(payload)
+        return WriteResult(True, len(self.written))
+
+
+def test_a_gated_run_writes_and_returns_only_when_its_gate_files_say(tmp_path: Path) -> None:
+    gate = tmp_path / "gate"
+
+    async def scripted() -> None:
+        ctx = _Context()
+        run = asyncio.create_task(run_tool("cancel_order", json.dumps(
+            {"gate": str(gate), "duration": 10}), ctx, {}))
+        await asyncio.sleep(0.1)
+        assert ctx.written == []
+        assert not run.done()
+        (tmp_path / "gate.write").write_text("")
+        await asyncio.wait_for(_until(lambda: bool(ctx.written)), 5)
+        assert not run.done()
+        (tmp_path / "gate.return").write_text("fail")
+        ok, output = await asyncio.wait_for(run, 5)
+        assert not ok
+        assert "reported a failure" in output
+        assert len(ctx.written) == 1
+
+        skipped = _Context()
+        (tmp_path / "other.return").write_text("ok")
+        ok, _ = await run_tool("cancel_order", json.dumps(
+            {"gate": str(tmp_path / "other"), "duration": 10}), skipped, {})
+        assert ok
+        assert skipped.written == []
+
+        unreleased = _Context()
+        ok, output = await run_tool("lookup_order", json.dumps(
+            {"gate": str(tmp_path / "never"), "duration": 0.05}), unreleased, {})
+        assert not ok
+        assert "not released" in output
+
+    asyncio.run(scripted())
+
+
+async def _until(condition: Callable[[], bool]) -> None:
+    while not condition():
+        await asyncio.sleep(0.01)
+
+
+def test_a_gate_must_be_an_absolute_path() -> None:
+    with pytest.raises(SpecError, match="absolute path"):
+        Behaviour().for_call({"gate": "relative/gate"})
