@@ -26,9 +26,10 @@ import os
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from atmostonce.check.lockstep_views import history_problem
 from atmostonce.check.trace_replay import (
     AGREE,
     DIVERGED,
@@ -92,18 +93,13 @@ def executor_config(trace: LoadedTrace, steps: list[PlannedStep]) -> ExecutorCon
 
 @dataclass
 class ModelWorker:
-    """What runs a model worker on the runtime: a process while it holds runs, and how its
-    connection stands (up, paused, restart-cut, crashed, lost)."""
+    """What runs a model worker on the runtime: a process while it holds runs, the calls whose
+    runs it holds, and how its connection stands (up, paused, restart-cut, crashed, lost)."""
 
     process: Managed | None = None
     connection: str = "up"
     paused_at: float = 0.0
-    runs: set[int] | None = None
-
-    def holding(self) -> set[int]:
-        if self.runs is None:
-            self.runs = set()
-        return self.runs
+    runs: set[int] = field(default_factory=set)
 
 
 class RuntimeReplay:
@@ -157,9 +153,14 @@ class RuntimeReplay:
         waited = time.monotonic() - started
         if kind in ("finish_ok", "finish_fail"):
             self._retire(step.label[2])
+        elif kind == "detect":
+            self._gone(step.label[1])
         self.hand_step = step.label[1] if kind == "hand" else -1
         if problem is not None:
             return DIVERGED, f"{problem} (after waiting {waited:.1f} s); runtime: {seen}"
+        if self.compare(step, step.before)[0] is None:
+            return AGREE, f"runtime: {seen} (the step changes nothing the snapshot or the " \
+                          "ledger shows)"
         return AGREE, f"runtime: {seen}"
 
     def _check_scriptable(self, step: PlannedStep) -> None:
@@ -264,7 +265,7 @@ class RuntimeReplay:
         worker = self.workers[step.label[2]]
         worker.process = self.cluster.start_worker(name=f"m{step.label[2]}")
         worker.connection = "up"
-        worker.holding().add(step.label[1])
+        worker.runs.add(step.label[1])
 
     def _do_go(self, step: PlannedStep) -> None:
         """The go-ahead started the tool already; `take` waits for its run at the ledger."""
@@ -282,7 +283,7 @@ class RuntimeReplay:
 
     def _finish(self, step: PlannedStep, answer: str) -> None:
         self._release(step.label[1], "return", answer)
-        self.workers[step.label[2]].holding().discard(step.label[1])
+        self.workers[step.label[2]].runs.discard(step.label[1])
 
     def _do_finish_ok(self, step: PlannedStep) -> None:
         self._finish(step, "ok")
@@ -294,7 +295,7 @@ class RuntimeReplay:
         """A worker whose runs are over stops, so that it takes no attempt the model hands
         to another; the next hand-out to it starts a fresh process."""
         worker = self.workers[w]
-        if worker.process is not None and not worker.holding():
+        if worker.process is not None and not worker.runs:
             worker.process.stop()
             worker.process = None
 
@@ -318,9 +319,16 @@ class RuntimeReplay:
         worker.connection = "up"
 
     def _do_detect(self, step: PlannedStep) -> None:
-        """The heartbeat timeout fires by itself; a paused worker it declares lost is gone for
-        the model (its lease ran out, D-12), so its process is killed once the server says so."""
+        """The heartbeat timeout fires by itself (`take` waits for it, then `_gone`)."""
         self.workers[step.label[1]].connection = "lost"
+
+    def _gone(self, w: int) -> None:
+        """A paused worker the server declared lost is gone for the model, its runs stopped
+        when its lease ran out (D-12): its process is killed."""
+        worker = self.workers[w]
+        if worker.process is not None:
+            self.cluster.kill(worker.process)
+        worker.process, worker.runs = None, set()
 
     def _do_rejoin(self, step: PlannedStep) -> None:
         self.workers[step.label[1]].connection = "up"
@@ -369,11 +377,6 @@ class RuntimeReplay:
             if self.compare(step, step.before)[0] is not None:
                 deadline = min(deadline, now + MOVED)
             time.sleep(0.02)
-        if step.label[0] == "detect":
-            worker = self.workers[step.label[1]]
-            if worker.process is not None:
-                self.cluster.kill(worker.process)
-                worker.process, worker.runs = None, set()
         return problem, seen
 
     def compare(self, step: PlannedStep, state: State) -> tuple[str | None, str]:
@@ -395,8 +398,9 @@ class RuntimeReplay:
             ran = sum(1 for r in runs if r.key == key)
             starting = step.label[0] == "hand" and step.label[1] == i and state is step.after
             handed = sum(1 for a in view.attempts if a.reached)
-            shown.append(f"call {i} {view.status.value}, {handed} handed out, {ran} "
-                         f"run{'s' if ran != 1 else ''} at the ledger")
+            shown.append(f"call {i} {view.status.value}, {len(view.attempts)} attempt"
+                         f"{'s' if len(view.attempts) != 1 else ''} ({handed} handed out), "
+                         f"{ran} run{'s' if ran != 1 else ''} at the ledger")
             expected = _status(c[m.CS])
             if view.status is not expected:
                 problems.append(f"call {i} is {view.status.value} on the runtime but "
@@ -415,9 +419,9 @@ class RuntimeReplay:
                 if process is None or taker not in process.names:
                     problems.append(f"call {i}'s attempt went to {taker}, not to worker "
                                     f"{step.label[2]}'s process")
-            if handed != m.hands(c[m.G]):
-                problems.append(f"call {i} was handed out {handed} times, the model says "
-                                f"{m.hands(c[m.G])}")
+            history = history_problem(c, view, judge_started=False)
+            if history is not None:
+                problems.append(f"call {i} {history}")
             model_ran = m.runs_started(c[m.G])
             if ran != model_ran and not (starting and ran == model_ran + 1):
                 problems.append(f"the ledger holds {ran} runs of call {i}, the model "

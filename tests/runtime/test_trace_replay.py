@@ -74,6 +74,19 @@ def test_scripted_tool_runs_write_and_return_at_the_traces_steps(
         "a fresh process"
 
 
+def test_a_queue_time_out_is_waited_for_until_the_history_shows_the_next_attempt(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace = _trace(tmp_path, ["read"], [
+        {"action": "ask", "tool": "read"}, {"action": "expire", "call": 0},
+        {"action": "hand", "call": 0, "worker": 0}, {"action": "go", "call": 0, "worker": 0}],
+        crashes=0, timeouts=1)
+    code, report = replayed(capsys, "--trace", str(trace), "--runtime")
+    assert code == 0, report
+    assert [s["verdict"] for s in report["steps"]] == ["agree"] * 4, report
+    assert "call 0 running, 2 attempts (0 handed out)" in report["steps"][1]["implementation"]
+    assert "2 attempts (1 handed out), 1 run" in report["steps"][3]["implementation"]
+
+
 def test_a_step_the_runtime_cannot_take_is_reported_not_scriptable_never_agreeing(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     trace = _trace(tmp_path, ["read"], [
