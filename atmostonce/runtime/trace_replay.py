@@ -11,8 +11,9 @@ SIGSTOP and its return SIGCONT; a server restart kills the server and starts it 
 journal and port; time-outs, the heartbeat timeout and the approval deadline are waited for as
 conditions, with short timers configured only when the trace has such a step; the reconcile
 job sends its reports through the client. After each step the harness waits, bounded, until the
-runtime shows what the model shows: every call's status, record and error, its hand-outs, its
-reports, the ledger's runs per call and effects per tool.
+runtime shows what the model shows: every call's status, record and error, its attempt history
+(attempts, hand-outs, how the last one ended; not when Started arrived, which a real worker
+sends with the start), its reports, the ledger's runs per call and effects per tool.
 
 A process for a model worker lives only while it runs a tool, so that no idle worker can take an
 attempt the model hands to another. A step the runtime cannot be made to take when the trace
