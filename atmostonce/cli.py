@@ -335,8 +335,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--max-states", type=arguments.count, metavar="N",
                        help="stop after N states (the check is then incomplete and exits 1)")
     check.add_argument("--out", type=arguments.output_file, metavar="FILE",
-                       help="save counterexamples and witnesses as JSON traces the executor "
-                       "layers replay (its directory must exist)")
+                       help="save counterexamples and the double run's witness as JSON "
+                       "traces for `atmostonce replay --trace FILE` (its directory must exist)")
     check.add_argument("--json", action="store_true", help="print one JSON object")
     check.set_defaults(func=cmd_check)
 
@@ -367,10 +367,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     from atmostonce.chaos.commands import register as register_chaos
     from atmostonce.runtime.commands import register as register_runtime
+    from atmostonce.runtime.trace_command import extend_replay
     from atmostonce.sim.commands import register as register_simulation
 
     register_simulation(sub)
     register_runtime(sub)
+    extend_replay(sub.choices["replay"])
     register_chaos(sub)
     return parser
 

@@ -141,7 +141,7 @@ CASES: tuple[Case, ...] = (
     case("simulate", "--executor", "atmostonce.nowhere:f", says="cannot import executor"),
     case("simulate", "--executor", "builtins:repr", says="does not satisfy"),
 
-    case("replay", says="the following arguments are required: SEED"),
+    case("replay", says="replay needs a SEED to rerun, or --trace FILE"),
     case("replay", "-1", says="expected a seed >= 0"),
     case("replay", "x", says="expected a whole number, got 'x'"),
     case("replay", "1", "--faults", "", says="got an empty list"),

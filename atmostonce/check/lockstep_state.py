@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from atmostonce.check import guard
 from atmostonce.model.config import ModelConfig
 from atmostonce.model.layout import Label, State
+from atmostonce.model.protocol import Protocol
 from atmostonce.model.system import System
 from atmostonce.spec import protocol as p
 
@@ -47,9 +48,11 @@ class LockstepState:
     """One executor and one concrete model state, and the protocol between the harness and the
     executor; the base of the lockstep."""
 
-    def __init__(self, config: ModelConfig, factory: p.ExecutorFactory) -> None:
+    def __init__(self, config: ModelConfig, factory: p.ExecutorFactory,
+                 protocol: Protocol | None = None) -> None:
         self.config = config
-        self.system = System(config)
+        self.system = System(config, protocol)
+        """The model; `protocol` replaces its decisions, as a model mutant does."""
         self.state: State = self.system.initial()
         self.factory = factory
         self.log: list[str] = []

@@ -59,10 +59,12 @@ def timer_problem(timers: dict[str, p.StartTimer], started: dict[str, float], as
     return None
 
 
-def history_problem(c: Call, view: ToolCallView) -> str | None:
+def history_problem(c: Call, view: ToolCallView, judge_started: bool = True) -> str | None:
     """How the attempt history the view shows differs from the model's call, or None: one
     attempt per attempt made, hand-outs as the model counts them, the live attempt handed out
-    and started as the model says, and the last ended one ended the model's way (D-30)."""
+    and started as the model says, and the last ended one ended the model's way (D-30). Without
+    `judge_started` the live attempt's Started is not judged: a real worker sends it the moment
+    its go-ahead arrives, which the model's later heartbeat step stands for."""
     if not view.history:
         return None
     attempts = view.attempts
@@ -83,7 +85,7 @@ def history_problem(c: Call, view: ToolCallView) -> str | None:
         if (last.handed_at is not None) != (c[m.AS] in m.A_OUT):
             return "shows its live attempt handed out" if last.handed_at is not None else \
                 "shows its live attempt not handed out, though the model handed it"
-        if (last.started_at is not None) != (c[m.AS] in _STARTED_SEEN):
+        if judge_started and (last.started_at is not None) != (c[m.AS] in _STARTED_SEEN):
             seen = "shows" if last.started_at is not None else "does not show"
             return f"{seen} the Started of its live attempt, unlike the model"
         return None

@@ -97,7 +97,7 @@ def build(explorer: Explorer, finding: Finding, kind: str) -> Trace:
             if last and noted and not any(n.lstrip("!") == finding.property for n in succ.notes):
                 continue
             if system.canonical(succ.state) == target:
-                steps.append(_step(system, number, state, succ.label, succ.state))
+                steps.append(describe_step(system, number, state, succ.label, succ.state))
                 state = succ.state
                 break
         else:  # pragma: no cover - the explorer only stores reachable states
@@ -160,7 +160,10 @@ _TEXT = {
 }
 
 
-def _step(system: System, number: int, before: State, label: Label, after: State) -> Step:
+def describe_step(system: System, number: int, before: State, label: Label, after: State
+                  ) -> Step:
+    """Step `number`, `label` taken in `before` to reach `after`: its action, its sentence and
+    what it changed."""
     kind, a, b = label
     action = action_json(system, before, label)
     words: dict[str, str] = {}

@@ -16,12 +16,19 @@ Defaults come from the registry, the worker's command line (`--duration TOOL=S`,
 call's own JSON arguments `duration`, `write_at` and `fail` override them per call.
 Cancellation is cooperative (TC-AMO-3): only a tool told `stop_on_cancel` looks at it,
 and only before its write.
+
+A call whose arguments name a `gate` (an absolute path prefix on the worker's machine) is
+scripted instead of timed, so that a replay takes each of its steps when it says: the run
+writes once `GATE.write` exists and returns once `GATE.return` exists, reporting a failure when
+that file says `fail`; a return released before the write skips the write. Unreleased, it
+reports a failure after `duration` seconds.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
@@ -37,6 +44,7 @@ class Behaviour:
     write_at: float = 0.0
     fail: bool = False
     stop_on_cancel: bool = False
+    gate: str = ""
 
     def for_call(self, arguments: Mapping[str, Any]) -> Behaviour:
         """This behaviour with the call's own `duration`, `write_at` and `fail`, if given."""
@@ -50,6 +58,11 @@ class Behaviour:
             if not isinstance(fail, bool):
                 raise SpecError(f"argument fail must be true or false, got {fail!r}")
             changes["fail"] = fail
+        gate = arguments.get("gate")
+        if gate is not None:
+            if not isinstance(gate, str) or not os.path.isabs(gate):
+                raise SpecError(f"argument gate must be an absolute path, got {gate!r}")
+            changes["gate"] = gate
         return replace(self, **changes) if changes else self
 
 
@@ -193,6 +206,8 @@ async def run_tool(name: str, arguments: str, ctx: ToolContext,
         behaviour = table.get(name, tool.behaviour).for_call(parsed)
     except (ValueError, SpecError) as error:
         return False, f"{name}: bad arguments: {error}"
+    if behaviour.gate:
+        return await _gated(tool, parsed, ctx, behaviour)
     write_at = min(behaviour.write_at, behaviour.duration)
     written: WriteResult | None = None
     if tool.service is not Service.NONE:
@@ -203,4 +218,43 @@ async def run_tool(name: str, arguments: str, ctx: ToolContext,
         return False, f"{name} stopped on cancel after it took effect"
     if behaviour.fail:
         return False, f"{name} reported a failure for order {_order(parsed)}"
+    return True, json.dumps(tool.result(parsed, written), sort_keys=True)
+
+
+GATE_POLL = 0.01
+"""Seconds between two looks at a gated run's files."""
+
+
+async def _released(gate: str, within: float, write: bool) -> str | None:
+    """'write' once `GATE.write` exists (when `write`), the text of `GATE.return` ('ok' unless
+    it says 'fail') once that exists, None after `within` seconds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while loop.time() < deadline:
+        try:
+            with open(f"{gate}.return") as answer:
+                return "fail" if answer.read().strip() == "fail" else "ok"
+        except FileNotFoundError:
+            pass
+        if write and os.path.exists(f"{gate}.write"):
+            return "write"
+        await asyncio.sleep(GATE_POLL)
+    return None
+
+
+async def _gated(tool: DemoTool, parsed: Mapping[str, Any], ctx: ToolContext,
+                 behaviour: Behaviour) -> tuple[bool, str]:
+    """A run scripted through its gate files (see the module's docstring)."""
+    loop = asyncio.get_running_loop()
+    until = loop.time() + behaviour.duration
+    writes = tool.service is not Service.NONE
+    step = await _released(behaviour.gate, behaviour.duration, writes)
+    written: WriteResult | None = None
+    if step == "write":
+        written = await ctx.write(json.dumps(parsed, sort_keys=True))
+        step = await _released(behaviour.gate, max(0.0, until - loop.time()), False)
+    if step is None:
+        return False, f"{tool.name}: its gate was not released within {behaviour.duration:g} s"
+    if step == "fail":
+        return False, f"{tool.name} reported a failure for order {_order(parsed)}"
     return True, json.dumps(tool.result(parsed, written), sort_keys=True)

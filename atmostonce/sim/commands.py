@@ -75,7 +75,8 @@ def register(subparsers: Any) -> None:
         description="Rerun one seed exactly (same workload, same faults) and print the "
         "history the checkers judged, with the entries of each violation marked.",
     )
-    replay.add_argument("seed", type=arguments.seed, metavar="SEED")
+    replay.add_argument("seed", type=arguments.seed, metavar="SEED", nargs="?",
+                        help="the seed to rerun (or --trace FILE instead)")
     _common(replay)
     _scenario(replay)
     replay.add_argument("--faults", type=_indexes, metavar="I,J,...",
@@ -152,6 +153,8 @@ def _simulate_command(args: argparse.Namespace) -> str:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
+    if args.seed is None:
+        raise SpecError("replay needs a SEED to rerun, or --trace FILE")
     if _profile_or_scenario(args):
         return scenario_commands.cmd_replay(args)
     chosen = find_profile(args.profile)
