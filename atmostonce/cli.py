@@ -9,10 +9,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from atmostonce import __version__, arguments
+from atmostonce import __version__, arguments, progress
 from atmostonce.spec.errors import SpecError
 
 if TYPE_CHECKING:
@@ -49,10 +49,6 @@ def cmd_clauses(args: argparse.Namespace) -> int:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     from atmostonce import verify
-
-    progress: Callable[[str], None] = (lambda _: None) if args.json else (
-        lambda what: _stderr(f"... {what}")
-    )
     from atmostonce.check.loading import DEFAULT_EXECUTOR, load_factory
 
     layers = verify.LAYERS if args.layers is None else \
@@ -75,7 +71,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
     else:
         subject = DEFAULT_EXECUTOR if args.executor is None else args.executor
         checks = verify.plan(subject, load_factory(subject), layers)
-    results = verify.run(checks, progress)
+    with progress.board(args.json) as shown:
+        results = verify.run(checks, shown)
     passed = all(r.ok for r in results)
     if args.json:
         print(json.dumps({
@@ -162,12 +159,13 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     config = _model_config(args)
 
-    def progress(states: int, transitions: int, depth: int, seconds: float) -> None:
-        _stderr(f"... {states:,} states, {transitions:,} transitions, depth {depth}, "
-                f"{seconds:.0f} s ({states / seconds:,.0f} states/s)")
-
-    report = check.run(config, progress=None if args.json else progress,
-                       stop_at_first=not args.all_violations, max_states=args.max_states)
+    with progress.board(args.json) as shown:
+        meter = shown.meter("model check", total=check.states_expected(config, args.max_states),
+                            unit="states")
+        report = check.run(config, progress=check.shown_on(meter) if meter.live else None,
+                           stop_at_first=not args.all_violations, max_states=args.max_states)
+        meter.update(report.result.states)
+        meter.finish()
     if args.out is not None:
         traces = report.violations + ([report.double_run] if report.double_run else [])
         try:
