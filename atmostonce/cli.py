@@ -100,7 +100,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
 def cmd_prove(args: argparse.Namespace) -> int:
     from atmostonce.check import proofs
 
-    report = proofs.prove(per_condition_timeout=args.per_condition_timeout)
+    with progress.board(args.json) as shown:
+        meter = shown.meter("CrossHair proofs")
+        report = proofs.prove(per_condition_timeout=args.per_condition_timeout)
+        meter.finish()
     if args.json:
         print(json.dumps({
             "ok": report.ok,

@@ -131,6 +131,7 @@ def _rich_progress() -> Progress:
         TimeElapsedColumn,
     )
     from rich.progress import Progress as RichProgress
+    from rich.table import Column
     from rich.text import Text
 
     class Spinner(SpinnerColumn):
@@ -140,7 +141,7 @@ def _rich_progress() -> Progress:
             return Text("✓", style="green") if task.fields["finished"] else super().render(task)
 
     class Bar(ProgressColumn):
-        """The bar, only for a task with a known total."""
+        """The bar, only for a task with a known total; narrower on a narrow terminal."""
 
         def __init__(self) -> None:
             super().__init__()
@@ -179,15 +180,24 @@ def _rich_progress() -> Progress:
             minutes, seconds = divmod(int(left + 0.5), 60)
             return Text(f"ETA {minutes}:{seconds:02d}", style="cyan")
 
+    class Note(ProgressColumn):
+        """The task's note, the one column cut short (with an ellipsis) on a narrow terminal."""
+
+        def render(self, task: Task) -> Text:
+            return Text(task.fields["note"], style="dim", no_wrap=True, overflow="ellipsis")
+
+    def fixed() -> Column:
+        return Column(no_wrap=True)
+
     return RichProgress(
-        Spinner(),
-        TextColumn("{task.description}"),
+        Spinner(table_column=fixed()),
+        TextColumn("{task.description}", table_column=fixed()),
         Bar(),
-        Count(),
-        Rate(),
-        TimeElapsedColumn(),
-        Eta(),
-        TextColumn("[dim]{task.fields[note]}"),
+        Count(table_column=fixed()),
+        Rate(table_column=fixed()),
+        TimeElapsedColumn(table_column=fixed()),
+        Eta(table_column=fixed()),
+        Note(),
         console=Console(stderr=True),
         transient=True,
     )
