@@ -219,7 +219,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="The tested specification of how a durable-execution engine runs an AI "
         "agent's tool calls: which calls may be retried, which run at most once, and which "
         "record each call ends with.",
-        epilog="Exit codes: 0 all checks hold, 1 a check failed, 2 bad input.",
+        epilog="Exit codes: 0 all checks hold, 1 a check failed, 2 bad input. On a terminal the "
+        "long commands show live progress on stderr; with --json, or when stdout is not a "
+        "terminal, none.",
     )
     parser.add_argument("--version", action="version", version=f"atmostonce {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=arguments.Parser)

@@ -138,7 +138,9 @@ def _rich_progress() -> Progress:
         """A spinner while the task runs, a tick once it ended (with or without a total)."""
 
         def render(self, task: Task) -> RenderableType:
-            return Text("✓", style="green") if task.fields["finished"] else super().render(task)
+            if task.fields["finished"]:
+                return Text("✓", style="green")
+            return self.spinner.render(task.get_time())
 
     class Bar(ProgressColumn):
         """The bar, only for a task with a known total; narrower on a narrow terminal."""
@@ -171,11 +173,12 @@ def _rich_progress() -> Progress:
             return Text(f"{task.speed:,.0f} {task.fields['unit']}/s", style="cyan")
 
     class Eta(ProgressColumn):
-        """The time left, for a task with a total that is still running."""
+        """The time left, for a task still short of its total."""
 
         def render(self, task: Task) -> Text:
             left = task.time_remaining
-            if task.total is None or left is None or task.fields["finished"]:
+            if (task.total is None or left is None or task.fields["finished"]
+                    or task.completed >= task.total):
                 return Text("")
             minutes, seconds = divmod(int(left + 0.5), 60)
             return Text(f"ETA {minutes}:{seconds:02d}", style="cyan")

@@ -113,6 +113,7 @@ def run_chaos(options: ChaosOptions, say: Say = lambda line: None, meter: Meter 
     else:
         workdir.mkdir(parents=True, exist_ok=True)
     got = _Collected()
+    meter.update(note="starting the effect ledger and the engine")
     try:
         _run(options, factory, workdir, got, say, meter)
         meter.update(note="checking the history")
