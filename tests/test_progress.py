@@ -23,6 +23,9 @@ ROOT = Path(__file__).resolve().parent.parent
 SIMULATE = ("simulate", "--seeds", "40")
 CHECK = ("check", "--workers", "1", "--faults", "1")
 """A bound without a known state count, explored in about half a second."""
+QUIET_SIMULATE = ("simulate", "--seeds", "5")
+QUIET_CHECK = ("check", "--workers", "1", "--faults", "1", "--max-states", "3000")
+"""Shorter runs for the cases that must draw nothing."""
 HIDE_CURSOR = "\x1b[?25l"
 """What rich's live display writes first on a terminal."""
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -101,18 +104,18 @@ def test_a_terminal_sees_live_progress_of_simulate_and_check() -> None:
 
 
 def test_without_a_terminal_or_with_json_no_progress_is_drawn() -> None:
-    for args in (SIMULATE, CHECK):
+    for args in (QUIET_SIMULATE, QUIET_CHECK):
         done = _piped(*args)
         assert done.stderr == "", f"{args}: {done.stderr[:500]}"
         assert "\x1b" not in done.stdout
     assert done.stdout.startswith("model check: ")
 
-    code, shown, _ = _on_terminal(*SIMULATE, "--json")
+    code, shown, _ = _on_terminal(*QUIET_SIMULATE, "--json")
     assert code == 0
     assert "\x1b" not in shown, "--json draws nothing, even on a terminal"
-    assert json.loads(shown.replace("\r\n", "\n"))["seeds"] == 40
+    assert json.loads(shown.replace("\r\n", "\n"))["seeds"] == 5
 
-    code, shown, piped = _on_terminal(*SIMULATE, stdout_too=False)
+    code, shown, piped = _on_terminal(*QUIET_SIMULATE, stdout_too=False)
     assert code == 0
     assert shown == "", "stdout a pipe: quiet, even with stderr on a terminal"
-    assert piped.startswith("atmostonce simulate: 40 seeds")
+    assert piped.startswith("atmostonce simulate: 5 seeds")
