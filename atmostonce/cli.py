@@ -9,10 +9,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from atmostonce import __version__, arguments
+from atmostonce import __version__, arguments, progress
 from atmostonce.spec.errors import SpecError
 
 if TYPE_CHECKING:
@@ -49,10 +49,6 @@ def cmd_clauses(args: argparse.Namespace) -> int:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     from atmostonce import verify
-
-    progress: Callable[[str], None] = (lambda _: None) if args.json else (
-        lambda what: _stderr(f"... {what}")
-    )
     from atmostonce.check.loading import DEFAULT_EXECUTOR, load_factory
 
     layers = verify.LAYERS if args.layers is None else \
@@ -80,12 +76,12 @@ def cmd_verify(args: argparse.Namespace) -> int:
     else:
         subject = DEFAULT_EXECUTOR if args.executor is None else args.executor
         checks = verify.plan(subject, load_factory(subject), layers, report)
-    results = verify.run(checks, progress)
+    with progress.board(args.json) as shown:
+        results = verify.run(checks, shown)
     passed = all(r.ok for r in results)
     if args.report is not None:
         from atmostonce.report.page import write
 
-        progress("the report")
         write(verify.report_page(subject, _verify_command(args), results, unjudged),
               args.report)
     if args.json:
@@ -124,7 +120,10 @@ def _verify_command(args: argparse.Namespace) -> str:
 def cmd_prove(args: argparse.Namespace) -> int:
     from atmostonce.check import proofs
 
-    report = proofs.prove(per_condition_timeout=args.per_condition_timeout)
+    with progress.board(args.json) as shown:
+        meter = shown.meter("CrossHair proofs")
+        report = proofs.prove(per_condition_timeout=args.per_condition_timeout)
+        meter.finish()
     if args.json:
         print(json.dumps({
             "ok": report.ok,
@@ -183,12 +182,13 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     config = _model_config(args)
 
-    def progress(states: int, transitions: int, depth: int, seconds: float) -> None:
-        _stderr(f"... {states:,} states, {transitions:,} transitions, depth {depth}, "
-                f"{seconds:.0f} s ({states / seconds:,.0f} states/s)")
-
-    report = check.run(config, progress=None if args.json else progress,
-                       stop_at_first=not args.all_violations, max_states=args.max_states)
+    with progress.board(args.json) as shown:
+        meter = shown.meter("model check", total=check.states_expected(config, args.max_states),
+                            unit="states")
+        report = check.run(config, progress=check.shown_on(meter) if meter.live else None,
+                           stop_at_first=not args.all_violations, max_states=args.max_states)
+        meter.update(report.result.states)
+        meter.finish()
     if args.out is not None:
         traces = report.violations + ([report.double_run] if report.double_run else [])
         try:
@@ -239,7 +239,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="The tested specification of how a durable-execution engine runs an AI "
         "agent's tool calls: which calls may be retried, which run at most once, and which "
         "record each call ends with.",
-        epilog="Exit codes: 0 all checks hold, 1 a check failed, 2 bad input.",
+        epilog="Exit codes: 0 all checks hold, 1 a check failed, 2 bad input. On a terminal the "
+        "long commands show live progress on stderr; with --json, or when stdout is not a "
+        "terminal, none.",
     )
     parser.add_argument("--version", action="version", version=f"atmostonce {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=arguments.Parser)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from atmostonce.check import coverage, proofs
+from atmostonce.progress import QUIET, Board, Meter
 from atmostonce.report.page import Check as ReportCheck
 from atmostonce.report.page import Page, Section
 from atmostonce.spec.protocol import Executor, ExecutorConfig, ExecutorFactory
@@ -50,7 +51,7 @@ class CheckResult:
         }
 
 
-def check_clause_coverage() -> CheckResult:
+def check_clause_coverage(meter: Meter = QUIET) -> CheckResult:
     """Every clause is named by some code and pinned by some test, and no stray id exists."""
     code = coverage.named_in_code()
     tests = coverage.pinned_by_tests()
@@ -71,7 +72,7 @@ def check_clause_coverage() -> CheckResult:
     )
 
 
-def check_proofs() -> CheckResult:
+def check_proofs(meter: Meter = QUIET) -> CheckResult:
     """CrossHair confirms every postcondition of the spec over all paths."""
     report = proofs.prove()
     total = len(report.confirmed) + len(report.failed)
@@ -86,13 +87,16 @@ def check_proofs() -> CheckResult:
     )
 
 
-def check_model(report: bool = False) -> CheckResult:
+def check_model(report: bool = False, meter: Meter = QUIET) -> CheckResult:
     """The exhaustive model check at the default bound: every always-property holds, every
     sometimes-property is witnessed, findings F-6 and F-7 and both choices of D-22 are
     established."""
     from atmostonce.model import check
 
-    checked = check.run(check.DEFAULT, count=report)
+    meter.update(0, total=check.states_expected(check.DEFAULT))
+    checked = check.run(check.DEFAULT, count=report,
+                        progress=check.shown_on(meter) if meter.live else None)
+    meter.update(checked.result.states)
     r = checked.result
     details = [f"{t.property}: {t.message}" for t in checked.violations]
     details += [f"never witnessed: {pid}" for pid in r.unwitnessed]
@@ -123,7 +127,8 @@ CONFORMANCE_DEPTH = 9
 within it, each after the state's shortest schedule, once with the fence off and once on."""
 
 
-def check_conformance(path: str, factory: ExecutorFactory, report: bool = False) -> CheckResult:
+def check_conformance(path: str, factory: ExecutorFactory, report: bool = False,
+                      meter: Meter = QUIET) -> CheckResult:
     """The executor, driven in lockstep with the model through every transition within the
     depth, does only what the model allows and agrees with it on every observable; then it
     must refuse the bad input those schedules never give it (`probes`), resolve every
@@ -144,11 +149,13 @@ def check_conformance(path: str, factory: ExecutorFactory, report: bool = False)
     configs = (DEFAULT, DEFAULT.with_(fence=True))
     failing: list[tuple[ModelConfigT, str, list[str], str]] = []
     for config in configs:
-        result = replay_schedules(config, factory, CONFORMANCE_DEPTH, edges=True)
+        fence = f"fence {'on' if config.fence else 'off'}"
+        meter.update(0, note=fence)
+        result = replay_schedules(config, factory, CONFORMANCE_DEPTH, edges=True,
+                                  progress=lambda done, total: meter.update(done, total=total))
         schedules += result.schedules
         steps += result.steps
         seconds += result.seconds
-        fence = f"fence {'on' if config.fence else 'off'}"
         for log, message in result.breaches[:1]:
             verdict = "THE EXECUTOR BROKE THE PROTOCOL"
             details.append(f"the executor broke the protocol ({fence}): {message}")
@@ -162,6 +169,7 @@ def check_conformance(path: str, factory: ExecutorFactory, report: bool = False)
         if details:
             break
     if not details:
+        meter.update(note="bad-input probes")
         details = [f"took bad input: {problem}"
                    for problem in probe(factory, executor_config(DEFAULT))]
         verdict = "TOOK BAD INPUT" if details else verdict
@@ -215,11 +223,14 @@ SIMULATION_SEEDS = 300
 """Seeds of the `chaos` campaign verify runs (every fault kind, swarm subsets per seed)."""
 
 
-def check_simulation(path: str, factory: ExecutorFactory, report: bool = False) -> CheckResult:
+def check_simulation(path: str, factory: ExecutorFactory, report: bool = False,
+                     meter: Meter = QUIET) -> CheckResult:
     """A seeded fault-simulation campaign: every history is checked against every property."""
-    from atmostonce.sim.campaign import campaign
+    from atmostonce.sim.campaign import campaign, shown_on
 
-    result = campaign(range(SIMULATION_SEEDS), "chaos", factory, path, shrink_first=1)
+    meter.update(0, total=SIMULATION_SEEDS)
+    result = campaign(range(SIMULATION_SEEDS), "chaos", factory, path, shown_on(meter),
+                      shrink_first=1)
     totals = result.totals
     details: list[str] = []
     for failure in result.failures[:1]:
@@ -256,7 +267,8 @@ and the clean-up the check takes well under a minute."""
 CHAOS_DRAIN = 20.0
 
 
-def check_chaos(path: str, factory: ExecutorFactory, report: bool = False) -> CheckResult:
+def check_chaos(path: str, factory: ExecutorFactory, report: bool = False,
+                meter: Meter = QUIET) -> CheckResult:
     """A short chaos run on the real runtime (`atmostonce.chaos`): the server runs the executor
     under test while workers are killed, paused and cut off and the server is restarted from
     its journal; the history is checked by the simulator's checkers and no record a client saw
@@ -265,10 +277,10 @@ def check_chaos(path: str, factory: ExecutorFactory, report: bool = False) -> Ch
 
     return _chaos("chaos on the real runtime", path,
                   ChaosOptions(duration=CHAOS_SECONDS, executor=path, pace=2.0,
-                               drain=CHAOS_DRAIN), report)
+                               drain=CHAOS_DRAIN), report, meter)
 
 
-def check_engine(engine: str, report: bool = False) -> CheckResult:
+def check_engine(engine: str, report: bool = False, meter: Meter = QUIET) -> CheckResult:
     """The same chaos run on a black-box engine (`atmostonce chaos --engine`): its workers
     killed, paused and cut off and its server restarted; what the engine cannot show evidence
     for is listed as not checkable, never counted as passed."""
@@ -276,14 +288,14 @@ def check_engine(engine: str, report: bool = False) -> CheckResult:
 
     return _chaos(f"chaos on {engine}", engine,
                   ChaosOptions(duration=CHAOS_SECONDS, engine=engine, pace=2.0,
-                               drain=CHAOS_DRAIN), report)
+                               drain=CHAOS_DRAIN), report, meter)
 
 
-def _chaos(name: str, subject: str, options: ChaosOptionsT, report: bool = False
-           ) -> CheckResult:
+def _chaos(name: str, subject: str, options: ChaosOptionsT, report: bool = False,
+           meter: Meter = QUIET) -> CheckResult:
     from atmostonce.chaos.run import run_chaos
 
-    result = run_chaos(options)
+    result = run_chaos(options, meter=meter)
     details = result.failure_lines()
     details += [f"{v.property} ({v.key}): {v.message}" for v in result.violations[:3]]
     details += [f"lost {lost.line()}" for lost in result.lost[:3]]
@@ -318,13 +330,14 @@ def _chaos(name: str, subject: str, options: ChaosOptionsT, report: bool = False
     return checked
 
 
-Check = Callable[[], CheckResult]
+Check = Callable[[Meter], CheckResult]
+"""A check, given the line of the live display it may move on."""
 LAYERS = ("spec", "model", "conformance", "simulation", "runtime")
 
 
 @dataclass(frozen=True)
 class Planned:
-    """One check of the plan: its layer, its name for progress lines, and the check."""
+    """One check of the plan: its layer, its name on the live display, and the check."""
 
     layer: str
     name: str
@@ -349,7 +362,7 @@ def engine_plan(engine: str, layers: tuple[str, ...] = LAYERS, report: bool = Fa
               if planned.layer not in NOT_FOR_ENGINES and planned.layer != "runtime"]
     if "runtime" in layers:
         checks.append(Planned("runtime", f"chaos on {engine}",
-                              lambda: check_engine(engine, report)))
+                              lambda meter: check_engine(engine, report, meter)))
     return checks
 
 
@@ -364,27 +377,35 @@ def plan(path: str, factory: ExecutorFactory, layers: tuple[str, ...] = LAYERS,
     checks = [
         Planned("spec", "clause coverage", check_clause_coverage),
         Planned("spec", "CrossHair proofs", check_proofs),
-        Planned("model", "exhaustive model check", lambda: check_model(report)),
+        Planned("model", "exhaustive model check",
+                lambda meter: check_model(report, meter)),
         Planned("conformance", "conformance",
-                lambda: check_conformance(path, factory, report)),
+                lambda meter: check_conformance(path, factory, report, meter)),
         Planned("simulation", "fault simulation",
-                lambda: check_simulation(path, factory, report)),
+                lambda meter: check_simulation(path, factory, report, meter)),
         Planned("runtime", "chaos on the real runtime",
-                lambda: check_chaos(path, factory, report)),
+                lambda meter: check_chaos(path, factory, report, meter)),
     ]
     return [planned for planned in checks if planned.layer in layers]
 
 
-def run(checks: list[Planned], progress: Callable[[str], None]) -> list[CheckResult]:
-    """Run every check in order; one that stops on an exception fails with it (`stopped`)."""
+def run(checks: list[Planned], shown: Board | None = None) -> list[CheckResult]:
+    """Run every check in order, each on its own line of `shown` (none by default); one that
+    stops on an exception fails with it (`stopped`)."""
     results: list[CheckResult] = []
     for planned in checks:
-        progress(planned.name)
+        meter = QUIET if shown is None else shown.meter(f"{planned.layer}: {planned.name}",
+                                                        unit=UNITS.get(planned.layer, ""))
         try:
-            results.append(planned.check())
+            results.append(planned.check(meter))
         except Exception as error:
             results.append(stopped(planned, error))
+        meter.finish(None if results[-1].ok else "FAILED")
     return results
+
+
+UNITS = {"model": "states", "conformance": "schedules", "simulation": "seeds", "runtime": "s"}
+"""What each layer's line of the live display counts."""
 
 
 def stopped(planned: Planned, error: Exception) -> CheckResult:

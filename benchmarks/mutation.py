@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if not __package__:  # run as a script: mutate this checkout, not an installed copy
     sys.path.insert(0, str(ROOT))
 
+from atmostonce import progress  # noqa: E402
 from atmostonce.mutation.generate import executor_modules, mutants  # noqa: E402
 from atmostonce.mutation.pipeline import Outcome, run  # noqa: E402
 from atmostonce.mutation.score import Score, load_equivalents, score  # noqa: E402
@@ -93,20 +94,22 @@ def main(argv: list[str] | None = None) -> int:
         args.state.unlink()
     args.state.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    count = [0]
-
-    def done(outcome: Outcome) -> None:
-        count[0] += 1
-        if not args.json and sys.stderr.isatty():
-            verdict = outcome.killed_by or "SURVIVED"
-            print(f"\r{count[0]}/{len(tried)} {outcome.mutant.id}: {verdict}    ", end="",
-                  file=sys.stderr, flush=True)
-
     outcomes: list[Outcome] = []
-    for upto in range(min(FIRST_PASS, len(stages)), len(stages) + 1):
-        count[0] = 0
-        outcomes = run(tried, ROOT, "atmostonce.executor:reference", stages[:upto],
-                       args.processes, args.timeout, args.state, done)
+    with progress.board(args.json) as shown:
+        for upto in range(min(FIRST_PASS, len(stages)), len(stages) + 1):
+            meter = shown.meter(f"mutants, stages {','.join(stages[:upto])}",
+                                total=len(tried), unit="mutants")
+            count = [0]
+
+            def done(outcome: Outcome, meter: progress.Meter = meter,
+                     count: list[int] = count) -> None:
+                count[0] += 1
+                meter.update(count[0], note=f"{outcome.mutant.id}: "
+                             f"{outcome.killed_by or 'SURVIVED'}")
+
+            outcomes = run(tried, ROOT, "atmostonce.executor:reference", stages[:upto],
+                           args.processes, args.timeout, args.state, done)
+            meter.finish()
     result = score(made, outcomes, equivalents)
     report = {**result.as_json(), "stages": stages, "processes": args.processes,
               "wall_seconds": round(time.monotonic() - started, 1),
@@ -122,8 +125,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(report))
     else:
-        if sys.stderr.isatty():
-            print(file=sys.stderr)
         _table(result, report)
     return 0
 

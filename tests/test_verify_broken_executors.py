@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from atmostonce import verify
+from atmostonce.progress import Board, Meter
 from atmostonce.verify import CheckResult, Planned
 from tests.check.broken_executors import BROKEN, path
 from tests.load import patience
@@ -63,16 +64,22 @@ def test_simulation_fails_with_the_seed_the_breach_and_the_replay_command(
 def test_a_check_that_stops_on_an_exception_fails_and_the_next_check_still_runs() -> None:
     """Whatever escapes a check becomes that check's FAIL, with the exception and where it
     was raised, so one broken layer never hides the others' verdicts."""
-    def broken() -> CheckResult:
+    def broken(meter: Meter) -> CheckResult:
         raise LookupError("the harness lost its place")
 
-    def fine() -> CheckResult:
+    def fine(meter: Meter) -> CheckResult:
         return CheckResult("spec", "fine", True, "held")
 
     seen: list[str] = []
+
+    class Seen(Board):
+        def meter(self, what: str, total: float | None = None, unit: str = "") -> Meter:
+            seen.append(what)
+            return super().meter(what, total, unit)
+
     results = verify.run([Planned("simulation", "broken", broken),
-                          Planned("spec", "fine", fine)], seen.append)
-    assert seen == ["broken", "fine"]
+                          Planned("spec", "fine", fine)], Seen(live=False))
+    assert seen == ["simulation: broken", "spec: fine"]
     assert [r.ok for r in results] == [False, True]
     assert results[0].layer == "simulation"
     assert results[0].summary == "the check stopped on LookupError: the harness lost its place"

@@ -4,7 +4,8 @@ Exit codes: `chaos` 0 when the history broke no property and no record was lost,
 2 for bad input; `reconcile` 0 when every outcome_unknown call of the session is reported,
 1 when a check or a send failed and the job must be run again, 2 for bad input (a server or
 ledger that cannot be reached and a session the server does not know included). Both print one
-JSON object with `--json`; `chaos` writes its progress lines on stderr.
+JSON object with `--json`; `chaos` tells on stderr what it does (processes started, faults,
+the drain, files kept) and, on a terminal, shows its live progress there too.
 """
 
 from __future__ import annotations
@@ -132,6 +133,7 @@ def _stderr(line: str) -> None:
 
 def cmd_chaos(args: argparse.Namespace) -> int:
     """A chaos run; SIGTERM, like Ctrl-C, stops it after everything is cleaned up."""
+    from atmostonce import progress
     from atmostonce.chaos.options import ChaosOptions
     from atmostonce.chaos.report import chaos_json, chaos_text
     from atmostonce.chaos.run import run_chaos
@@ -146,7 +148,10 @@ def cmd_chaos(args: argparse.Namespace) -> int:
                            fence=args.fence, engine=args.engine, executor=args.executor,
                            workdir=args.workdir)
     signal.signal(signal.SIGTERM, _interrupt)
-    result = run_chaos(options, _stderr)
+    with progress.board(args.json) as shown:
+        meter = shown.meter("chaos", total=options.duration, unit="s")
+        result = run_chaos(options, _stderr, meter)
+        meter.finish()
     if args.report is not None:
         from atmostonce.chaos.report_page import write_chaos_page
 

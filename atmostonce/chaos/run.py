@@ -47,6 +47,7 @@ from atmostonce.engines.adapter import (
     limits_of,
     load_engine,
 )
+from atmostonce.progress import QUIET, Meter
 from atmostonce.runtime.ledger_client import LedgerClient, Run, Write
 from atmostonce.runtime.loop import LoopThread
 from atmostonce.runtime.processes import Managed, spawn
@@ -59,7 +60,8 @@ from atmostonce.spec.errors import SpecError
 RUNS_OVER = 15.0
 """Seconds the drain waits for tool runs still going after their call's record."""
 READY = 20.0
-PROGRESS_EVERY = 10.0
+PROGRESS_EVERY = 0.5
+"""Seconds between two counts of the calls for the live display (each asks the agents' loop)."""
 BUSY_PROBES = 40
 """In-flight calls the nemesis asks the ledger about to find workers running a tool."""
 
@@ -91,9 +93,12 @@ class _Collected:
         return [*listed, *(f for f in self.failed if (f.line, f.log) not in seen)]
 
 
-def run_chaos(options: ChaosOptions, say: Say = lambda line: None) -> ChaosResult:
+def run_chaos(options: ChaosOptions, say: Say = lambda line: None, meter: Meter = QUIET
+              ) -> ChaosResult:
     """Run, check and clean up (see the module docstring); SpecError for bad options, an engine
-    path or an executor path that cannot be loaded, or an engine that cannot start."""
+    path or an executor path that cannot be loaded, or an engine that cannot start. `say` hears
+    what happens (processes started, faults, the drain, files kept); `meter` shows the seconds
+    of faults towards the duration, with the calls and faults so far."""
     options.check()
     factory = load_engine(options.engine)
     load_factory(options.executor)
@@ -108,8 +113,10 @@ def run_chaos(options: ChaosOptions, say: Say = lambda line: None) -> ChaosResul
     else:
         workdir.mkdir(parents=True, exist_ok=True)
     got = _Collected()
+    meter.update(note="starting the effect ledger and the engine")
     try:
-        _run(options, factory, workdir, got, say)
+        _run(options, factory, workdir, got, say, meter)
+        meter.update(note="checking the history")
         end = time.monotonic()
         failures = got.executor_failures()
         judged = judge(got.obs, got.faults, got.log, got.runs, got.writes, options.config,
@@ -146,7 +153,7 @@ def run_chaos(options: ChaosOptions, say: Say = lambda line: None) -> ChaosResul
 
 
 def _run(options: ChaosOptions, factory: Callable[[EngineSetup], Engine], workdir: Path,
-         got: _Collected, say: Say) -> None:
+         got: _Collected, say: Say, meter: Meter) -> None:
     ledger: Managed | None = None
     engine: Engine | None = None
     io: LoopThread | None = None
@@ -178,7 +185,7 @@ def _run(options: ChaosOptions, factory: Callable[[EngineSetup], Engine], workdi
                 f"{' '.join(str(p) for p in [ledger.pid, *engine.pids()])}")
             io = LoopThread("atmostonce-chaos")
             with LedgerClient(LOOPBACK, port, token=token) as ledger_client:
-                _drive(options, engine, io, (port, token), ledger_client, got, say)
+                _drive(options, engine, io, (port, token), ledger_client, got, say, meter)
                 got.runs = ledger_client.runs()
                 got.writes = ledger_client.writes()
         engine.close()
@@ -195,7 +202,7 @@ def _run(options: ChaosOptions, factory: Callable[[EngineSetup], Engine], workdi
 
 
 def _drive(options: ChaosOptions, engine: Engine, io: LoopThread, ledger_at: tuple[int, str],
-           ledger: LedgerClient, got: _Collected, say: Say) -> None:
+           ledger: LedgerClient, got: _Collected, say: Say, meter: Meter) -> None:
     """The agents and the nemesis for the duration, then the drain; `ledger_at` is the
     ledger's port and token, for the reconcile job's check."""
     check, close_check = io.call(lambda: ledger_check(LOOPBACK, *ledger_at))
@@ -216,21 +223,24 @@ def _drive(options: ChaosOptions, engine: Engine, io: LoopThread, ledger_at: tup
                       io.drain, busy, say, options.pace, options.cuts)
     got.faults = nemesis.log
     began = time.monotonic()
-    shown = [began]
+    shown = [began - PROGRESS_EVERY]
+    meter.update(0, total=options.duration)
 
     def progress() -> None:
-        if time.monotonic() - shown[0] >= PROGRESS_EVERY:
+        if meter.live and time.monotonic() - shown[0] >= PROGRESS_EVERY:
             shown[0] = time.monotonic()
             asked, recorded = io.call(lambda: (len(agents.calls), sum(
                 1 for c in agents.calls.values() if c.status is not None)))
-            say(f"{shown[0] - began:5.0f}s: {asked} calls asked, {recorded} recorded; faults "
-                f"{_counts(nemesis.log)}")
+            meter.update(min(shown[0] - began, options.duration),
+                         note=f"{asked} calls asked, {recorded} recorded; faults "
+                         f"{_counts(nemesis.log)}")
 
     try:
         nemesis.run(options.duration, progress)
+        meter.update(options.duration, note="drain: healing, waiting for every call's record")
         say(f"drain: faults stopped after {options.duration:g}s ({_counts(nemesis.log)}); "
             "healing, waiting for every call's record")
-        _drain(options, nemesis, agents, io, got, say)
+        _drain(options, nemesis, agents, io, got, say, meter)
         _runs_over(engine, ledger, min(RUNS_OVER, options.drain))
     except EngineFailed as failure:
         say(f"the engine failed ({failure}); stopping the run")
@@ -252,7 +262,7 @@ def _stopped(options: ChaosOptions, failure: ExecutorFailure, got: _Collected,
 
 
 def _drain(options: ChaosOptions, nemesis: Nemesis, agents: Agents, io: LoopThread,
-           got: _Collected, say: Say) -> None:
+           got: _Collected, say: Say, meter: Meter) -> None:
     """Heal, wait for every call's record, then reconcile and read the final snapshots."""
     io.call(agents.stop)
     nemesis.settle()
@@ -266,6 +276,7 @@ def _drain(options: ChaosOptions, nemesis: Nemesis, agents: Agents, io: LoopThre
         got.errors.append(f"the drain did not end within {options.drain:g}s: some calls never "
                           "got a record")
     say("drain: reconcile twice for every session, final snapshots")
+    meter.update(note="drain: reconcile twice for every session, final snapshots")
     try:
         io.run(agents.finish(), timeout=options.drain + 30.0)
     except TimeoutError:

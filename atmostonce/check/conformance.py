@@ -286,15 +286,19 @@ def schedules(config: ModelConfig, depth: int, edges: bool = False) -> Iterator[
 
 
 def replay_schedules(config: ModelConfig, factory: p.ExecutorFactory, depth: int,
-                     progress: Callable[[int], None] | None = None,
+                     progress: Callable[[int, int], None] | None = None,
                      stop_at_first: bool = True, edges: bool = False) -> ConformanceResult:
     """Replay every schedule within `depth` (see `schedules`) on a fresh executor each;
-    collect disagreements."""
+    collect disagreements. `progress` hears (schedules replayed, schedules in all) before the
+    first and after each one."""
     import time
 
     started = time.monotonic()
     result = ConformanceResult(depth)
-    for labels in schedules(config, depth, edges):
+    todo = list(schedules(config, depth, edges))
+    if progress is not None:
+        progress(0, len(todo))
+    for labels in todo:
         result.schedules += 1
         taken: list[str] = []
         try:
@@ -312,7 +316,7 @@ def replay_schedules(config: ModelConfig, factory: p.ExecutorFactory, depth: int
             result.breaches.append((taken, str(breach)))
         if stop_at_first and not result.ok:
             break
-        if progress is not None and result.schedules % 500 == 0:
-            progress(result.schedules)
+        if progress is not None:
+            progress(result.schedules, len(todo))
     result.seconds = time.monotonic() - started
     return result

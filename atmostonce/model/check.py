@@ -13,12 +13,34 @@ from atmostonce.model.explorer import Explorer, Progress, Result
 from atmostonce.model.protocol import Protocol
 from atmostonce.model.system import System
 from atmostonce.model.trace import Trace, build, config_json
+from atmostonce.progress import Meter
 from atmostonce.spec.errors import SpecError
 
 DEFAULT = ModelConfig(calls=1, faults=2)
 """The default bound: two workers, every effect class, one call and one re-ask, two attempts,
 two faults (at most one crash, one connection loss, one restart, one time-out), one policy
 change and one reconcile crash: enough for every sometimes-property to be witnessed."""
+DEFAULT_STATES = 427_849
+"""The default bound's distinct states (tests/model/test_check.py pins it): the total the live
+display counts towards, so that `check` and `verify` show the time left."""
+
+
+def states_expected(config: ModelConfig, max_states: int | None = None) -> int | None:
+    """How many states exploring `config` reaches, when known before: the default bound's
+    count, or `max_states` when that is fewer; None for any other bound."""
+    known = DEFAULT_STATES if config == DEFAULT else None
+    if max_states is None:
+        return known
+    return max_states if known is None else min(known, max_states)
+
+
+def shown_on(meter: Meter) -> Progress:
+    """The explorer's progress as a line of the live display: distinct states, and the
+    transitions and depth reached."""
+    def progress(states: int, transitions: int, depth: int, seconds: float) -> None:
+        meter.update(states, note=f"{transitions:,} transitions, depth {depth}")
+
+    return progress
 
 
 @dataclass

@@ -76,7 +76,7 @@ class Explorer:
         stop_at_first: bool = True,
         max_states: int | None = None,
         progress: Progress | None = None,
-        progress_every: float = 2.0,
+        progress_every: float = 0.2,
         goal: Callable[[State], bool] | None = None,
         max_depth: int | None = None,
     ) -> None:

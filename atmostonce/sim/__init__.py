@@ -8,7 +8,7 @@ hosts the executor, `network` carries messages, `workers` run tools, `agents` ar
 the people and the reconcile job, `ledger` the services tools write to); the history is
 checked online by `atmostonce.check.checkers`. `run` runs one seed, `campaign` many, `shrink`
 minimises a failing fault schedule, `report` and `commands` are the `simulate` and `replay`
-commands (`progress` their progress bar).
+commands.
 
 A scenario file is the user's own agent: `scenario` reads and checks it (with `tables`,
 `distributions`, `mcp` for an MCP `tools/list` answer and `overrides` for settings given on the

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from atmostonce.check.loading import DEFAULT_EXECUTOR
+from atmostonce.progress import Meter
 from atmostonce.sim.faults import profile as find_profile
 from atmostonce.sim.run import RunResult, run_seed
 from atmostonce.sim.shrink import Shrunk, shrink
@@ -22,6 +23,15 @@ from atmostonce.spec.protocol import ExecutorFactory
 
 Progress = Callable[[int, int, int], None]
 """Called after each seed with (seeds done, seeds in all, violations so far)."""
+
+
+def shown_on(meter: Meter) -> Progress:
+    """A campaign's progress as a line of the live display: seeds towards the total, and the
+    violations so far."""
+    def progress(done: int, total: int, violations: int) -> None:
+        meter.update(done, total=total, note=f"{violations} violations")
+
+    return progress
 
 
 @dataclass

@@ -11,17 +11,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import Any
 
-from atmostonce import arguments
+from atmostonce import arguments, progress
 from atmostonce.check.loading import DEFAULT_EXECUTOR, load_factory
 from atmostonce.sim import scenario_commands
-from atmostonce.sim.campaign import campaign
+from atmostonce.sim.campaign import campaign, shown_on
 from atmostonce.sim.engine import scenario
 from atmostonce.sim.faults import PROFILES
 from atmostonce.sim.faults import profile as find_profile
-from atmostonce.sim.progress import ProgressBar
 from atmostonce.sim.report import campaign_json, campaign_text, replay_json, replay_text
 from atmostonce.sim.run import run_seed
 from atmostonce.spec.errors import SpecError
@@ -129,10 +127,11 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         return scenario_commands.cmd_simulate(args)
     find_profile(args.profile)
     factory = load_factory(args.executor)
-    bar = ProgressBar(sys.stderr)
-    result = campaign(range(args.first_seed, args.first_seed + args.seeds), args.profile,
-                      factory, args.executor, bar.update)
-    bar.close()
+    with progress.board(args.json) as shown:
+        meter = shown.meter(f"simulate {args.profile}", total=args.seeds, unit="seeds")
+        result = campaign(range(args.first_seed, args.first_seed + args.seeds), args.profile,
+                          factory, args.executor, shown_on(meter))
+        meter.finish()
     if args.report is not None:
         from atmostonce.sim.report_page import write_campaign_page
 

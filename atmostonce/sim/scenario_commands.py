@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
+from atmostonce import progress
 from atmostonce.check.loading import load_factory
 from atmostonce.sim import overrides
-from atmostonce.sim.progress import ProgressBar
+from atmostonce.sim.campaign import shown_on
 from atmostonce.sim.report import replay_json, replay_text
 from atmostonce.sim.scenario import ScenarioFile, load
 from atmostonce.sim.scenario_draw import build, check_size
@@ -36,12 +36,10 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         spec = load(args.scenario, given)
         check_size(spec)
         factory = load_factory(args.executor)
-        quiet = args.json or not sys.stderr.isatty()
-        bar = None if quiet else ProgressBar(sys.stderr)
-        result = simulate(spec, seeds, factory, args.executor,
-                          bar.update if bar is not None else None)
-        if bar is not None:
-            bar.close()
+        with progress.board(args.json) as shown:
+            meter = shown.meter(f"simulate {spec.name}", total=len(seeds), unit="seeds")
+            result = simulate(spec, seeds, factory, args.executor, shown_on(meter))
+            meter.finish()
         print(json.dumps(scenario_json(result), indent=2) if args.json else
               scenario_text(result))
         return EXIT_OK if result.ok else EXIT_FAILED
@@ -57,16 +55,20 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         except SpecError as error:
             raise SpecError(f"--sweep {name}={value}: {error}") from None
     factory = load_factory(args.executor)
-    show = not args.json and sys.stderr.isatty()
-    rows = sweep(name, specs, seeds, factory, args.executor, _said if show else None)
+    with progress.board(args.json) as shown:
+        meter = shown.meter(f"sweep {name}", total=len(specs), unit="values")
+        done: list[str] = []
+
+        def said(setting: str, result: ScenarioResult, seconds: float) -> None:
+            c = result.campaign
+            done.append(setting)
+            meter.update(len(done), note=f"{setting}: {len(c.seeds)} seeds, {c.totals.calls:,} "
+                         f"calls, {c.violations} violations, {seconds:.1f} s")
+
+        rows = sweep(name, specs, seeds, factory, args.executor, said)
+        meter.finish()
     print(json.dumps(sweep_json(name, rows), indent=2) if args.json else sweep_text(name, rows))
     return EXIT_OK if all(row.result.ok for row in rows) else EXIT_FAILED
-
-
-def _said(setting: str, result: ScenarioResult, seconds: float) -> None:
-    c = result.campaign
-    print(f"{setting}: {len(c.seeds)} seeds, {c.totals.calls:,} calls, {c.violations} "
-          f"violations, {seconds:.1f} s", file=sys.stderr, flush=True)
 
 
 def cmd_replay(args: argparse.Namespace) -> int:

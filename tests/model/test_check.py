@@ -56,6 +56,16 @@ def test_the_default_bound_is_not_trivially_small(report: CheckReport) -> None:
     assert report.result.complete
 
 
+def test_the_live_display_counts_towards_the_default_bounds_true_state_count(
+        report: CheckReport) -> None:
+    """`check` and `verify` show the time left against DEFAULT_STATES: it must be the count
+    the explorer reaches, and no other bound claims a total it does not know."""
+    assert check.states_expected(DEFAULT) == report.result.states == check.DEFAULT_STATES
+    assert check.states_expected(DEFAULT, max_states=500) == 500
+    assert check.states_expected(DEFAULT.with_(workers=1)) is None
+    assert check.states_expected(DEFAULT.with_(workers=1), max_states=500) == 500
+
+
 def test_a_bound_too_small_reports_what_it_cannot_witness() -> None:
     config = DEFAULT.with_(faults=0, reasks=0, policy_changes=0)
     report = check.run(config, with_findings=False)
