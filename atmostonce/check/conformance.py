@@ -113,14 +113,14 @@ class Lockstep(EnvironmentActions):
         """The executor's observable state must be the model's."""
         snapshot = self.executor.snapshot(SESSION)
         views = {f"{SESSION}/{v.turn_id}/{v.tool_call_id}": v for v in snapshot.tool_calls}
-        reported = _reported(snapshot)
+        reported = reported_counts(snapshot)
         results = _tool_results(snapshot)
         for i, c in enumerate(self.system.calls_of(self.state)):
             key = self.keys[i]
             view = views.get(key)
             if view is None:
                 raise Disagreement(f"call {i} ({key}) is missing from the snapshot")
-            expected = _status(c[m.CS])
+            expected = status_of_state(c[m.CS])
             if view.status is not expected:
                 raise Disagreement(f"call {i} ({key}) is {view.status.value} on the executor "
                                    f"but {expected.value} in the model")
@@ -197,21 +197,22 @@ class Lockstep(EnvironmentActions):
             raise Disagreement(f"call {i} ({key}) {found}")
 
 
-def _status(cs: int) -> ToolCallStatus:
+def status_of_state(cs: int) -> ToolCallStatus:
+    """The status a call in the model's call state `cs` shows in the snapshot."""
     record = m.RECORD_OF_STATE.get(cs)
     if record is not None:
         return ToolCallStatus.of_record(record)
     return ToolCallStatus.AWAITING_APPROVAL if cs == m.C_AWAIT else ToolCallStatus.RUNNING
 
 
-def _reported(snapshot: object) -> dict[str, int]:
-    from atmostonce.spec.session import AgentSnapshot, MessageRole
+def reported_counts(snapshot: AgentSnapshot) -> dict[str, int]:
+    """How often the session's user messages report each call, by key (D-21)."""
+    from atmostonce.spec.reconcile import report_keys_in
 
-    assert isinstance(snapshot, AgentSnapshot)
     counts: dict[str, int] = {}
     for message in snapshot.messages:
         if message.role is MessageRole.USER:
-            for key in _keys_in(message.text):
+            for key in report_keys_in(message.text):
                 counts[key] = counts.get(key, 0) + 1
     return counts
 
@@ -224,12 +225,6 @@ def _tool_results(snapshot: AgentSnapshot) -> dict[str, list[str]]:
             key = f"{SESSION}/{message.turn_id}/{message.tool_call_id}"
             results.setdefault(key, []).append(message.tool_output)
     return results
-
-
-def _keys_in(text: str) -> list[str]:
-    from atmostonce.spec.reconcile import report_keys_in
-
-    return report_keys_in(text)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from atmostonce.check.conformance import reported_counts, status_of_state
 from atmostonce.check.lockstep_views import history_problem
 from atmostonce.check.trace_replay import (
     AGREE,
@@ -52,9 +53,8 @@ from atmostonce.runtime.processes import Cluster, Managed
 from atmostonce.spec.errors import SpecError
 from atmostonce.spec.policy import EffectClass
 from atmostonce.spec.protocol import ExecutorConfig
-from atmostonce.spec.reconcile import pending_reports, report_keys_in, report_text
+from atmostonce.spec.reconcile import pending_reports, report_text
 from atmostonce.spec.records import RejectReason, failure_text, reject_text
-from atmostonce.spec.session import AgentSnapshot, MessageRole, ToolCallStatus
 
 SESSION = "s"
 DEMO_TOOL = {
@@ -387,7 +387,7 @@ class RuntimeReplay:
         runs = self.ledger.runs()
         writes = self.ledger.writes()
         views = {v.idempotency_key: v for v in snapshot.tool_calls}
-        reported = _reported(snapshot)
+        reported = reported_counts(snapshot)
         problems: list[str] = []
         shown: list[str] = []
         for i, c in enumerate(self.system.calls_of(state)):
@@ -402,7 +402,7 @@ class RuntimeReplay:
             shown.append(f"call {i} {view.status.value}, {len(view.attempts)} attempt"
                          f"{'s' if len(view.attempts) != 1 else ''} ({handed} handed out), "
                          f"{ran} run{'s' if ran != 1 else ''} at the ledger")
-            expected = _status(c[m.CS])
+            expected = status_of_state(c[m.CS])
             if view.status is not expected:
                 problems.append(f"call {i} is {view.status.value} on the runtime but "
                                 f"{expected.value} in the model")
@@ -443,22 +443,6 @@ class RuntimeReplay:
                                 f"{model} ({tool.name})")
         seen = "; ".join(shown or ["no calls"]) + f"; effects: {', '.join(effects)}"
         return (problems[0] if problems else None), seen
-
-
-def _status(cs: int) -> ToolCallStatus:
-    record = m.RECORD_OF_STATE.get(cs)
-    if record is not None:
-        return ToolCallStatus.of_record(record)
-    return ToolCallStatus.AWAITING_APPROVAL if cs == m.C_AWAIT else ToolCallStatus.RUNNING
-
-
-def _reported(snapshot: AgentSnapshot) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for message in snapshot.messages:
-        if message.role is MessageRole.USER:
-            for key in report_keys_in(message.text):
-                counts[key] = counts.get(key, 0) + 1
-    return counts
 
 
 def replay_runtime(trace: LoadedTrace, executor: str | None,
