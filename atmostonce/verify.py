@@ -309,7 +309,8 @@ def _chaos(name: str, subject: str, options: ChaosOptionsT, report: bool = False
            f"({result.stats.calls:,} tool calls asked; faults: {faults})"
            if result.executor_failures else
            f"{result.stats.calls:,} tool calls in {CHAOS_SECONDS:g} s of faults ({faults})")
-    unjudged = (f", {len(result.not_checkable)} properties not checkable"
+    count = len(result.not_checkable)
+    unjudged = (f", {count} {'property' if count == 1 else 'properties'} not checkable"
                 if result.not_checkable else "")
     checked = CheckResult(
         "runtime", name, result.ok,
