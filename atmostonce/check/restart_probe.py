@@ -18,6 +18,7 @@ from atmostonce.spec.policy import EffectClass, ToolPolicy
 from atmostonce.spec.protocol import (
     Answer,
     Ask,
+    Command,
     Connected,
     ExecutorConfig,
     ExecutorFactory,
@@ -26,6 +27,7 @@ from atmostonce.spec.protocol import (
     OpenSession,
     Poll,
     SetPolicy,
+    StartTimer,
     TimerKind,
     UserMessage,
 )
@@ -44,10 +46,12 @@ def probe_restart(factory: ExecutorFactory, config: ExecutorConfig) -> list[str]
     rebuilt executor shows all of it as before."""
     config = replace(config, max_attempts=1)
     try:
-        drive, before = _before(factory, config)
+        drive, before, waiting = _before(factory, config)
         after = factory(config)
-        after.recover(list(drive.journal), drive.clock + 1.0)
-        return _differences(before, after.snapshot(SESSION))
+        at = drive.clock + 1.0
+        commands = after.recover(list(drive.journal), at)
+        problems = _differences(before, after.snapshot(SESSION))
+        return problems or _approval_timer(commands, before, waiting, at)
     except SpecError as error:
         return [f"D-8: the restart probe could not drive the executor's calls to their "
                 f"records: {error}"]
@@ -56,7 +60,10 @@ def probe_restart(factory: ExecutorFactory, config: ExecutorConfig) -> list[str]
                 f"{error}"]
 
 
-def _before(factory: ExecutorFactory, config: ExecutorConfig) -> tuple[Drive, AgentSnapshot]:
+def _before(factory: ExecutorFactory, config: ExecutorConfig
+            ) -> tuple[Drive, AgentSnapshot, tuple[str, float]]:
+    """The calls driven to every record, the snapshot then, and the key of the call left
+    waiting for a person with the time it was asked."""
     drive = Drive(factory(config), SESSION)
     for tool, policy in TOOLS.items():
         drive.send(SetPolicy, tool, policy)
@@ -99,10 +106,31 @@ def _before(factory: ExecutorFactory, config: ExecutorConfig) -> tuple[Drive, Ag
     drive.fire(TimerKind.HEARTBEAT_TIMEOUT, "w5")
     answer(ask("refund"), False)
     drive.fire(TimerKind.APPROVAL_DEADLINE, ask("refund"))
-    ask("refund")
+    waiting = (ask("refund"), drive.clock)
     drive.requests += 1
     drive.send(UserMessage, f"probe-{drive.requests}", SESSION, "Note from the order system")
-    return drive, drive.executor.snapshot(SESSION)
+    return drive, drive.executor.snapshot(SESSION), waiting
+
+
+def _approval_timer(commands: list[Command], before: AgentSnapshot, waiting: tuple[str, float],
+                    at: float) -> list[str]:
+    """The call still waiting for a person gets its approval timer again from `recover`, due
+    its kept deadline after the ask, not after the restart (D-7, D-32)."""
+    key, asked = waiting
+    view = next(v for v in before.tool_calls if f"{SESSION}/{v.turn_id}/{v.tool_call_id}" == key)
+    if view.approval_deadline is None:
+        return []
+    due = asked + view.approval_deadline
+    timers = [c for c in commands if isinstance(c, StartTimer)
+              and c.kind is TimerKind.APPROVAL_DEADLINE and key in (c.key, c.subject)]
+    if not timers:
+        return [f"D-32: after a restart the call {key} waiting for a person got no approval "
+                "timer from recover"]
+    if abs(at + timers[-1].delay - due) > 1e-6:
+        return [f"D-32: after a restart the approval timer of {key} is due at "
+                f"{at + timers[-1].delay:g}, not {due:g} (asked at {asked:g} with a deadline "
+                f"of {view.approval_deadline:g} s)"]
+    return []
 
 
 _VIEW_FIELDS = ("status", "error", "effect", "requires_approval", "approval_deadline",

@@ -98,3 +98,16 @@ def test_verify_conformance_fails_a_restart_that_forgets_a_tool_result(
     result = verify.check_conformance("forgets", reference)
     assert not result.ok
     assert "A RESTART CHANGES WHAT THE SESSION SHOWS" in result.summary
+
+
+class CountsTheDeadlineFromTheRestart(ReferenceExecutor):
+    def resume(self, call: Any, at: float, out: list[Command]) -> None:
+        call.asked_at = at
+        super().resume(call, at, out)
+
+
+@pytest.mark.clause("D-32")
+def test_a_restart_that_gives_a_waiting_call_its_whole_deadline_again_is_caught() -> None:
+    [problem] = probe_restart(CountsTheDeadlineFromTheRestart, ExecutorConfig())
+    assert problem.startswith("D-32: after a restart the approval timer of ")
+    assert "is due at 334, not 332" in problem
