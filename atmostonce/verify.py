@@ -131,15 +131,13 @@ def check_conformance(path: str, factory: ExecutorFactory, report: bool = False,
                       meter: Meter = QUIET) -> CheckResult:
     """The executor, driven in lockstep with the model through every transition within the
     depth, does only what the model allows and agrees with it on every observable; then it
-    must refuse the bad input those schedules never give it (`probes`), resolve every
-    policy input the way the spec does (`policy_probe`), fence just what D-6 names
-    (`fence_probe`) and show after a restart every record as before (`restart_probe`)."""
+    must pass the probes of fresh executors (`atmostonce.check.fresh_probes`): refuse the bad
+    input those schedules never give it, resolve every policy input the way the spec does,
+    fence just what D-6 names and show after a restart every record as before."""
     from atmostonce.check.conformance import replay_schedules
-    from atmostonce.check.fence_probe import probe_fence
+    from atmostonce.check.fresh_probes import PROBES, first_problems
     from atmostonce.check.lockstep_state import executor_config
-    from atmostonce.check.policy_probe import cases, probe_policies
-    from atmostonce.check.probes import probe
-    from atmostonce.check.restart_probe import probe_restart
+    from atmostonce.check.policy_probe import cases
     from atmostonce.model.check import DEFAULT
 
     details: list[str] = []
@@ -168,22 +166,13 @@ def check_conformance(path: str, factory: ExecutorFactory, report: bool = False,
             failing.append((config, fence, log, message))
         if details:
             break
-    if not details:
-        meter.update(note="bad-input probes")
-        details = [f"took bad input: {problem}"
-                   for problem in probe(factory, executor_config(DEFAULT))]
-        verdict = "TOOK BAD INPUT" if details else verdict
     resolved = ""
     if not details:
-        details = probe_policies(factory, executor_config(DEFAULT))
-        verdict = "RESOLVES POLICIES OTHERWISE THAN THE SPEC" if details else verdict
-        resolved = f" and {sum(1 for _ in cases()):,} policy resolutions"
-    if not details:
-        details = probe_fence(factory, executor_config(DEFAULT))
-        verdict = "FENCES OTHERWISE THAN D-6" if details else verdict
-    if not details:
-        details = probe_restart(factory, executor_config(DEFAULT))
-        verdict = "A RESTART CHANGES WHAT THE SESSION SHOWS" if details else verdict
+        meter.update(note="probes")
+        found, details = first_problems(factory, executor_config(DEFAULT))
+        verdict = found or verdict
+        if found != PROBES[0][0]:
+            resolved = f" and {sum(1 for _ in cases()):,} policy resolutions"
     checked = CheckResult(
         "conformance", "model-generated schedules", not details,
         f"{schedules:,} schedules (every transition), {steps:,} steps within depth "

@@ -19,6 +19,7 @@ import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
+from atmostonce.check.probe_drive import Drive
 from atmostonce.spec.errors import SpecError
 from atmostonce.spec.policy import (
     EffectClass,
@@ -28,23 +29,14 @@ from atmostonce.spec.policy import (
     resolve_policy,
 )
 from atmostonce.spec.protocol import (
-    JSON,
     Answer,
     Ask,
-    Command,
     Connected,
     Executor,
     ExecutorConfig,
     ExecutorFactory,
-    GoAhead,
     OpenSession,
-    Persist,
-    Poll,
-    Publish,
     SetPolicy,
-    StartTimer,
-    StopTimer,
-    TimerFired,
     TimerKind,
 )
 from atmostonce.spec.records import AttemptEnd, Record, decide
@@ -122,52 +114,8 @@ def probe_policies(factory: ExecutorFactory, config: ExecutorConfig, limit: int 
     return problems
 
 
-class Drive:
-    """One fresh executor driven through the protocol, its timers kept as a harness would."""
-
-    def __init__(self, executor: Executor, session: str = SESSION) -> None:
-        self.executor = executor
-        self.session = session
-        self.clock = 0.0
-        self.timers: dict[str, StartTimer] = {}
-        self.records: dict[str, Record] = {}
-        self.requests = 0
-        self.journal: list[dict[str, JSON]] = []
-
-    def send(self, event_of: type, *args: object) -> list[Command]:
-        self.clock += 1.0
-        commands = self.executor.handle(event_of(self.clock, *args))
-        for command in commands:
-            if isinstance(command, Persist):
-                self.journal.append(command.entry)
-            elif isinstance(command, StartTimer):
-                self.timers[command.timer] = command
-            elif isinstance(command, StopTimer):
-                self.timers.pop(command.timer, None)
-            elif isinstance(command, Publish):
-                event = command.event
-                key = f"{event.session_id}/{event.turn_id}/{event.tool_call_id}"
-                self.records[key] = Record(event.status.value)
-        return commands
-
-    def fire(self, kind: TimerKind, key: str) -> bool:
-        for timer, start in list(self.timers.items()):
-            if start.kind is kind and (start.key == key or start.subject == key
-                                       or start.subject.startswith(f"{key}#")):
-                del self.timers[timer]
-                self.send(TimerFired, timer)
-                return True
-        return False
-
-    def status(self, key: str) -> tuple[ToolCallStatus | None, object]:
-        for view in self.executor.snapshot(self.session).tool_calls:
-            if f"{self.session}/{view.turn_id}/{view.tool_call_id}" == key:
-                return view.status, view
-        return None, None
-
-
 def _one(executor: Executor, first: Case, later: Case) -> str:
-    drive = Drive(executor)
+    drive = Drive(executor, SESSION)
     if first.registered:
         drive.send(SetPolicy, TOOL, first.policy, first.hints)
     drive.send(OpenSession, SESSION, first.default, first.hints_may_lower)
@@ -216,8 +164,8 @@ def _run_out(drive: Drive, expected: dict[str, EffectivePolicy]) -> str:
     made = dict.fromkeys(expected, 0)
     wanted: dict[str, Record] = {}
     while len(wanted) < len(expected):
-        handed = [c for c in drive.send(Poll, WORKER) if isinstance(c, GoAhead)]
-        if not handed:
+        go = drive.go_ahead(WORKER)
+        if go is None:
             fired = [drive.fire(TimerKind.RETRY_BACKOFF, key) for key in expected
                      if key not in wanted]
             if any(fired):
@@ -225,7 +173,6 @@ def _run_out(drive: Drive, expected: dict[str, EffectivePolicy]) -> str:
             waiting = [k for k in expected if k not in wanted]
             return (f"{_which(waiting[0], expected)} got no go-ahead for attempt "
                     f"{made[waiting[0]] + 1}, resolved to {_resolved_text(expected[waiting[0]])}")
-        go = handed[0]
         key = go.key if go.key in expected else go.attempt.partition("#")[0]
         if key not in expected or key in wanted:
             return f"an attempt {go.attempt} was handed out for no call that needs one"

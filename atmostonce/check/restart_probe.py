@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from atmostonce.check.policy_probe import Drive
+from atmostonce.check.probe_drive import Drive
 from atmostonce.spec.errors import SpecError
 from atmostonce.spec.policy import EffectClass, ToolPolicy
 from atmostonce.spec.protocol import (
@@ -25,7 +25,6 @@ from atmostonce.spec.protocol import (
     Finished,
     GoAhead,
     OpenSession,
-    Poll,
     SetPolicy,
     StartTimer,
     TimerKind,
@@ -78,7 +77,7 @@ def _before(factory: ExecutorFactory, config: ExecutorConfig
 
     def hand(worker: str) -> GoAhead:
         drive.send(Connected, worker)
-        go = next((c for c in drive.send(Poll, worker) if isinstance(c, GoAhead)), None)
+        go = drive.go_ahead(worker)
         if go is None:
             raise SpecError(f"worker {worker} polled for a queued call and got no go-ahead")
         return go

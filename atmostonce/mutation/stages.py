@@ -33,21 +33,13 @@ class Stage:
 def _conformance(depth: int) -> Check:
     def check(path: str, factory: ExecutorFactory) -> Verdict:
         from atmostonce.check.conformance import replay_schedules
-        from atmostonce.check.fence_probe import probe_fence
+        from atmostonce.check.fresh_probes import first_problems
         from atmostonce.check.lockstep_state import executor_config
-        from atmostonce.check.policy_probe import probe_policies
-        from atmostonce.check.probes import probe
-        from atmostonce.check.restart_probe import probe_restart
         from atmostonce.model.check import DEFAULT
 
-        for problem in probe(factory, executor_config(DEFAULT))[:1]:
-            return Verdict(True, f"took bad input: {problem}")
-        for problem in probe_policies(factory, executor_config(DEFAULT), limit=1)[:1]:
-            return Verdict(True, problem)
-        for problem in probe_fence(factory, executor_config(DEFAULT)):
-            return Verdict(True, problem)
-        for problem in probe_restart(factory, executor_config(DEFAULT)):
-            return Verdict(True, problem)
+        _, problems = first_problems(factory, executor_config(DEFAULT))
+        if problems:
+            return Verdict(True, problems[0])
         for config in (DEFAULT, DEFAULT.with_(fence=True)):
             result = replay_schedules(config, factory, depth, edges=True)
             for _, message in (*result.breaches, *result.disagreements)[:1]:
