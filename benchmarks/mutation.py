@@ -33,8 +33,8 @@ from atmostonce.mutation.stages import STAGES  # noqa: E402
 from atmostonce.spec.errors import SpecError  # noqa: E402
 
 EQUIVALENT = Path(__file__).with_name("mutation_equivalent.toml")
-FIRST_PASS = 3
-"""Every mutant meets the first three stages before any survivor meets the fourth, and so on:
+FIRST_PASS = 4
+"""Every mutant meets the first four stages before any survivor meets the fourth, and so on:
 the few survivors, not the many, pay for the expensive layers."""
 STATE = ROOT / ".mutation" / "state.jsonl"
 MEASURED = ROOT / "atmostonce" / "mutation" / "measured.json"
@@ -62,6 +62,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--equivalent", type=Path, default=EQUIVALENT, metavar="FILE",
                         help="the argued equivalent mutants (default "
                         f"{EQUIVALENT.relative_to(ROOT)})")
+    parser.add_argument("--try-equivalents", action="store_true",
+                        help="try the argued equivalent mutants too (a kill shows an argument "
+                        "wrong; they count as equivalent either way)")
     parser.add_argument("--out", type=Path, metavar="FILE", help="write the JSON report there")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--record", action="store_true",
@@ -86,7 +89,8 @@ def main(argv: list[str] | None = None) -> int:
     except SpecError as error:
         print(f"mutation: {error}", file=sys.stderr)
         return 2
-    tried = [m for m in made if not m.annotation]
+    tried = [m for m in made if not m.annotation and (
+        args.try_equivalents or getattr(equivalents.get(m.id), "line", None) != m.text)]
     if args.limit:
         tried = tried[:args.limit]
         made = [m for m in made if m.annotation or m in set(tried)]

@@ -1,5 +1,6 @@
-"""The checks a mutant meets, cheapest first: short versions of verify's conformance (its bad
-input probes included) and simulation layers, then the layers themselves at verify's
+"""The checks a mutant meets, cheapest first: the probes verify's conformance layer runs on
+fresh executors (bad input, policies, the fence, restarts), short versions of its conformance
+and simulation layers, then the layers themselves at verify's
 defaults, then the chaos run on the real runtime (whose server and workers load the mutated
 executor from the same path). A mutant is killed by the first check that fails; the later
 ones never run for it.
@@ -30,16 +31,20 @@ class Stage:
     check: Check
 
 
+def _probes(path: str, factory: ExecutorFactory) -> Verdict:
+    from atmostonce.check.fresh_probes import first_problems
+    from atmostonce.check.lockstep_state import executor_config
+    from atmostonce.model.check import DEFAULT
+
+    verdict, problems = first_problems(factory, executor_config(DEFAULT))
+    return Verdict(bool(problems), f"{verdict}: {problems[0]}" if problems else "")
+
+
 def _conformance(depth: int) -> Check:
     def check(path: str, factory: ExecutorFactory) -> Verdict:
         from atmostonce.check.conformance import replay_schedules
-        from atmostonce.check.fresh_probes import first_problems
-        from atmostonce.check.lockstep_state import executor_config
         from atmostonce.model.check import DEFAULT
 
-        _, problems = first_problems(factory, executor_config(DEFAULT))
-        if problems:
-            return Verdict(True, problems[0])
         for config in (DEFAULT, DEFAULT.with_(fence=True)):
             result = replay_schedules(config, factory, depth, edges=True)
             for _, message in (*result.breaches, *result.disagreements)[:1]:
@@ -77,6 +82,7 @@ def _layer(name: str) -> Check:
 
 
 STAGES: tuple[Stage, ...] = (
+    Stage("probes", "conformance", _probes),
     Stage("simulation-20", "simulation", _simulation(20)),
     Stage("conformance-5", "conformance", _conformance(5)),
     Stage("conformance-7", "conformance", _conformance(7)),
