@@ -1,8 +1,8 @@
 """What the lockstep (`atmostonce.check.conformance.Lockstep`) compares of each call beyond its
 status: the effect class and approval rule it kept at ask time (TC-SNAP-1), its approval
 deadline and the timer that keeps it (D-32), and its attempt history (D-30), each against the
-model's call. An executor that shows no policy or no history (the session API leaves them
-unset) is not judged on them; one that shows them must show the model's.
+model's call. An executor must show them: the session API leaves them unset only for an
+engine judged from outside (`atmostonce.engines`), which conformance never replays.
 """
 
 from __future__ import annotations
@@ -23,14 +23,15 @@ def policy_problem(system: System, config: ModelConfig, setting: float, c: Call,
                    view: ToolCallView) -> str | None:
     """How the kept policy and deadline the view shows differ from the model's, or None."""
     truth = system.truth[c[m.T]][c[m.GPOL]]
-    if view.effect is not None and view.effect is not truth.effect:
+    if view.effect is None or view.requires_approval is None:
+        return ("shows no kept effect class or approval rule: every call shows the policy it "
+                "kept at ask time (TC-SNAP-1)")
+    if view.effect is not truth.effect:
         return (f"shows the kept effect class {view.effect.value}, the model "
                 f"{truth.effect.value} (TC-SNAP-1)")
-    if view.requires_approval is not None and view.requires_approval != truth.requires_approval:
+    if view.requires_approval != truth.requires_approval:
         return (f"shows requires_approval={view.requires_approval}, the model "
                 f"{truth.requires_approval} (TC-SNAP-1)")
-    if view.effect is None:
-        return None
     expected = kept_deadline(config, setting, c) if truth.requires_approval else None
     if view.approval_deadline != expected:
         return f"shows the approval deadline {view.approval_deadline}, the model {expected} (D-32)"
@@ -66,7 +67,8 @@ def history_problem(c: Call, view: ToolCallView, judge_started: bool = True) -> 
     `judge_started` the live attempt's Started is not judged: a real worker sends it the moment
     its go-ahead arrives, which the model's later heartbeat step stands for."""
     if not view.history:
-        return None
+        return ("shows no attempt history: every call shows its attempts, the Flow's history "
+                "(D-30)")
     attempts = view.attempts
     if len(attempts) != c[m.NATT]:
         return f"shows {len(attempts)} attempt(s) in its history, the model {c[m.NATT]}"

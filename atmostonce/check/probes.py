@@ -6,6 +6,8 @@ model's schedules (which only ever ask with well-formed ids and answer calls tha
   would be ambiguous (D-2);
 - an answer naming a key no call has gets one refusing `Reply` and nothing else (D-7's
   table has no row for it; it must not be taken as an approval);
+- a user message to a session nobody opened gets one refusing `Reply` and nothing else: a
+  history that no session shows would be written to the journal (TC-RCN-TELL);
 - options outside `ExecutorConfig`'s documented range (fewer than one attempt, a duration
   that is negative, not finite or not a number, a lease no shorter than the heartbeat
   timeout) make the factory raise SpecError, and options at the edge of that range (one
@@ -29,6 +31,7 @@ from atmostonce.spec.protocol import (
     ExecutorFactory,
     Reply,
     SetPolicy,
+    UserMessage,
 )
 
 TOOL = "probe_tool"
@@ -60,9 +63,10 @@ def _probe(factory: ExecutorFactory, config: ExecutorConfig) -> list[str]:
     every = _bad_ask(factory(config), ("a/b", "c/d", "e/f"), "every id", "a/b, c/d, e/f")
     if every:
         problems.append(every)
-    problem = _unknown_answer(factory(config))
-    if problem:
-        problems.append(problem)
+    for check in (_unknown_answer, _unknown_session_message):
+        problem = check(factory(config))
+        if problem:
+            problems.append(problem)
     problems.extend(_config_problems(factory, config))
     return problems
 
@@ -161,6 +165,18 @@ def _unknown_answer(executor: Executor) -> str:
                 f"got {_names(commands)}")
     if replies[0].ok:
         return "D-7: an answer to a key no call has was accepted"
+    return ""
+
+
+def _unknown_session_message(executor: Executor) -> str:
+    _ready(executor)
+    commands = executor.handle(UserMessage(1.0, "probe-1", "no-such-session", "hello"))
+    replies = [c for c in commands if isinstance(c, Reply)]
+    if len(replies) != 1 or len(commands) != 1 or replies[0].request != "probe-1":
+        return (f"TC-RCN-TELL: a user message to a session nobody opened must get one Reply "
+                f"and nothing else, got {_names(commands)}")
+    if replies[0].ok:
+        return "TC-RCN-TELL: a user message to a session nobody opened was accepted"
     return ""
 
 

@@ -1,5 +1,6 @@
 """verify's conformance layer refuses an executor that takes the bad input its schedules never
-give: an ask with an ambiguous id (D-2) and an answer to a call that does not exist (D-7)."""
+give: an ask with an ambiguous id (D-2), an answer to a call that does not exist (D-7) and a
+user message to a session nobody opened (TC-RCN-TELL)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,15 @@ from atmostonce import verify
 from atmostonce.check.probes import probe
 from atmostonce.executor import reference
 from atmostonce.spec.errors import SpecError
-from atmostonce.spec.protocol import Answer, Ask, Command, Event, ExecutorConfig, Reply
+from atmostonce.spec.protocol import (
+    Answer,
+    Ask,
+    Command,
+    Event,
+    ExecutorConfig,
+    Reply,
+    UserMessage,
+)
 from atmostonce.verify import check_conformance
 
 
@@ -63,6 +72,23 @@ def test_an_executor_that_takes_an_ambiguous_id_is_caught(
 def test_an_executor_that_accepts_an_answer_to_no_call_is_caught() -> None:
     problems = probe(lambda config: Lax(config, answers=True), ExecutorConfig())
     assert problems == ["D-7: an answer to a key no call has was accepted"]
+
+
+class TakesEveryMessage(Lax):
+    """Takes a user message to a session nobody opened, as if it had opened one."""
+
+    def handle(self, event: Event) -> list[Command]:
+        if isinstance(event, UserMessage) and not any(
+                True for _ in self.inner.snapshot(event.session_id).messages):
+            commands = self.inner.handle(event)
+            return [replace(c, ok=True) if isinstance(c, Reply) else c for c in commands]
+        return self.inner.handle(event)
+
+
+@pytest.mark.clause("TC-RCN-TELL")
+def test_an_executor_that_takes_a_message_to_no_session_is_caught() -> None:
+    problems = probe(TakesEveryMessage, ExecutorConfig())
+    assert problems == ["TC-RCN-TELL: a user message to a session nobody opened was accepted"]
 
 
 class Crashes(Lax):

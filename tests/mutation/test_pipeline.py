@@ -150,12 +150,13 @@ def test_the_recorded_score_names_the_modules_changed_since(tmp_path: Path) -> N
 def test_a_key_built_without_checking_its_parts_is_killed_by_the_bad_input_probes(
         tmp_path: Path) -> None:
     """Generated, this mutant survived every stage until the conformance layer probed bad
-    input (D-2): the model's schedules only ever ask with well-formed ids."""
+    input (D-2): the model's schedules only ever ask with well-formed ids. The probes stage,
+    first and cheapest, kills it; the schedules after it would not."""
     unchecked = one("keys.py", "core/ZeroIterationForLoop", 0)
-    [outcome] = run([unchecked], ROOT, EXECUTOR, ["conformance-5"], 1, 120 * patience(),
-                    tmp_path / "state.jsonl")
-    assert outcome.killed_by == "conformance-5"
-    assert outcome.detail.startswith("took bad input: D-2:")
+    [outcome] = run([unchecked], ROOT, EXECUTOR, ["probes", "conformance-5"], 1,
+                    120 * patience(), tmp_path / "state.jsonl")
+    assert outcome.killed_by == "probes"
+    assert outcome.detail.startswith("TOOK BAD INPUT: took bad input: D-2:")
 
 
 def test_a_survival_counts_only_for_the_checks_it_survived(tmp_path: Path) -> None:
