@@ -185,7 +185,7 @@ def _after_cut(factory: ExecutorFactory, config: ExecutorConfig, uncut: Uncut,
     for ended in uncut.drive.batches:
         for key in ended.published:
             kept = "was recorded before the cut" if cut >= ended.end else (
-                "had its end made durable before the cut, not its record"
+                "was cut part-way through the batch that recorded it"
                 if ended.start < cut else "")
             now, then = views.get(key), before[key]
             if kept and (now is None or (now.status, now.error) != (then.status, then.error)):

@@ -119,8 +119,8 @@ def test_a_call_whose_end_was_durable_gets_the_uncut_record_after_a_restart() ->
     [problem] = probe_crashes(DecidesOtherwiseAfterACut, ExecutorConfig())
     assert problem.startswith("TC-REC-1: after a restart with the journal cut after entry 16 "
                               "(entry 1 of 2 of the batch of Finished at 16) the call "
-                              "crash-probe/t2/c2, which had its end made durable before the "
-                              "cut, not its record, ends failed 'the tool reported a failure'")
+                              "crash-probe/t2/c2, which was cut part-way through the batch "
+                              "that recorded it, ends failed 'the tool reported a failure'")
 
 
 class ForgetsTheFloor(ReferenceExecutor):
@@ -156,3 +156,26 @@ def test_verify_runs_the_crash_probe_on_fresh_executors() -> None:
     verdict, problems = first_problems(NoHeartbeatAfterRestart, ExecutorConfig())
     assert verdict == "A RESTART INSIDE A BATCH LOSES OR CHANGES A CALL"
     assert problems[0].startswith("D-12:")
+
+
+class ForgetsRejections(ReferenceExecutor):
+    """Shows a call whose rejection by a person was journalled as rejected by the deadline
+    after a restart."""
+
+    def recover(self, journal: Sequence[dict[str, JSON]], at: float) -> list[Command]:
+        commands = super().recover(journal, at)
+        kept = {e["key"] for e in journal if e["type"] == "record"}
+        for call in self.state.calls.values():
+            if call.key in kept and call.outcome and "a person" in call.outcome.error:
+                call.outcome = replace(call.outcome, error="rejected: the approval deadline "
+                                       "passed before anyone answered")
+        return commands
+
+
+@pytest.mark.clause("TC-REC-1")
+def test_a_record_persisted_before_the_cut_is_kept_after_a_restart() -> None:
+    problems = probe_crashes(ForgetsRejections, ExecutorConfig())
+    assert problems[0].startswith("TC-REC-1: after a restart with the journal cut after entry 31 "
+                                  "(entry 2 of 2 of the batch of Answer at 25) the call "
+                                  "crash-probe/t5/c5, which was recorded before the cut, ends "
+                                  "rejected 'rejected: the approval deadline")
