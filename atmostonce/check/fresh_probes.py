@@ -1,13 +1,14 @@
 """Every probe conformance runs on fresh executors after the model's schedules, in order, and
 the verdict of the first that finds something: bad input (`probes`), policy resolution
-(`policy_probe`), the fence (`fence_probe`), restarts after every record (`restart_probe`) and after
-hundreds of attempts (`long_call_probe`).
-`atmostonce verify` and the mutation pipeline's conformance stages both run them from here."""
+(`policy_probe`), the fence (`fence_probe`), restarts after every record (`restart_probe`),
+inside every batch (`crash_probe`) and after hundreds of attempts (`long_call_probe`).
+`atmostonce verify` and the mutation pipeline's probes stage both run them from here."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from atmostonce.check.crash_probe import probe_crashes
 from atmostonce.check.fence_probe import probe_fence
 from atmostonce.check.long_call_probe import probe_long_call
 from atmostonce.check.policy_probe import probe_policies
@@ -23,6 +24,7 @@ PROBES: tuple[tuple[str, Probe], ...] = (
     ("RESOLVES POLICIES OTHERWISE THAN THE SPEC", probe_policies),
     ("FENCES OTHERWISE THAN D-6", probe_fence),
     ("A RESTART CHANGES WHAT THE SESSION SHOWS", probe_restart),
+    ("A RESTART INSIDE A BATCH LOSES OR CHANGES A CALL", probe_crashes),
     ("A RESTART CHANGES A LONG-RETRIED CALL", probe_long_call),
 )
 """Each probe with the verdict its problems give."""
