@@ -1,14 +1,15 @@
-"""A server can die after any `Persist` of a batch (D-8): probed on fresh executors by cutting
-the journal of one run right after each of its entries, recovering a fresh executor from every
+"""A server can die after any `Persist` of a batch (D-8): probed on fresh executors by cutting the
+journal of one run right after each of its entries, recovering a fresh executor from every
 prefix and driving it to quiescence (workers come back with nothing running and finish what
 they get as before, timers fire as they come, people answer as before). Every call must end
 with a record; one recorded before the cut keeps that record; one whose ending batch was cut
 part-way, its end durable but not its record, gets the record the uncut run gave it (TC-REC-1,
-D-3); the approval timer of a waiting call is due its kept deadline after the ask, at once when
-that has passed (D-32); a session that keeps its default as a floor still does after a restart
-(D-22); and with the fence on, a worker that held a single-attempt run when the server stopped
-and never comes back is declared lost, so that tool runs again (D-6, D-8, D-12). The restart
-probe restarts only between batches; this restarts inside each one.
+D-3); one asked with no attempt yet gets its first at once; the approval timer of a waiting
+call is due its kept deadline after the ask, at once when that has passed (D-32); a session
+that keeps its default as a floor still does after a restart (D-22); and with the fence on, a
+worker that held a single-attempt run when the server stopped and never comes back is declared
+lost, so that tool runs again (D-6, D-8, D-12). The restart probe restarts only between
+batches; this restarts inside each one.
 """
 
 from __future__ import annotations
@@ -170,8 +171,13 @@ def _after_cut(factory: ExecutorFactory, config: ExecutorConfig, uncut: Uncut,
     drive, commands = _recovered(factory, config, uncut, cut, at)
     waiting = {key: view.approval_deadline for key, view in drive.views().items()
                if view.status is ToolCallStatus.AWAITING_APPROVAL}
-    problems = [_timer_problem(commands, uncut, key, deadline, at, where)
-                for key, deadline in waiting.items()]
+    problems = [f"D-8: {where} the call {key}, asked before the cut with no attempt yet, "
+                "shows none after recover: nothing it waits for (no person, no backoff) "
+                "should hold its first attempt back"
+                for key, view in drive.views().items()
+                if view.status is ToolCallStatus.RUNNING and not view.attempts]
+    problems += [_timer_problem(commands, uncut, key, deadline, at, where)
+                 for key, deadline in waiting.items()]
     problems += [_late_problem(factory, config, uncut, cut, key, deadline, where)
                  for key, deadline in waiting.items()]
     for worker in WORKERS:

@@ -79,10 +79,27 @@ class ForgetsUnqueuedCalls(ReferenceExecutor):
 
 @pytest.mark.clause("D-8")
 def test_a_call_asked_or_approved_but_not_yet_queued_must_be_queued_after_a_restart() -> None:
-    [problem] = probe_crashes(ForgetsUnqueuedCalls, ExecutorConfig())
-    assert problem.startswith("D-8: after a restart with the journal cut after entry 8 "
-                              "(entry 1 of 2 of the batch of Ask")
-    assert "never got a record" in problem
+    shows_none, never_recorded = probe_crashes(ForgetsUnqueuedCalls, ExecutorConfig())
+    assert shows_none.startswith("D-8: after a restart with the journal cut after entry 8 "
+                                 "(entry 1 of 2 of the batch of Ask")
+    assert "with no attempt yet, shows none after recover" in shows_none
+    assert "never got a record" in never_recorded
+
+
+class WaitsABackoffFirst(ReferenceExecutor):
+    """After a restart, holds a call that has no attempt yet back for a retry backoff."""
+
+    def resume(self, call: Call, at: float, out: list[Command]) -> None:
+        if call.attempts_made == 0 and call.approval in (ApprovalState.NOT_REQUIRED,
+                                                          ApprovalState.APPROVED):
+            call.backoff = True
+        super().resume(call, at, out)
+
+
+@pytest.mark.clause("D-8")
+def test_a_call_not_yet_queued_gets_its_first_attempt_at_once_after_a_restart() -> None:
+    [problem] = probe_crashes(WaitsABackoffFirst, ExecutorConfig())
+    assert "with no attempt yet, shows none after recover" in problem
 
 
 def _without_detail(outcome: Outcome) -> Outcome:
