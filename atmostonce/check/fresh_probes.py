@@ -1,6 +1,7 @@
 """Every probe conformance runs on fresh executors after the model's schedules, in order, and
 the verdict of the first that finds something: bad input (`probes`), policy resolution
-(`policy_probe`), the fence (`fence_probe`) and restarts after every record (`restart_probe`).
+(`policy_probe`), the fence (`fence_probe`), workers' messages and abandoned runs
+(`worker_probe`) and restarts after every record (`restart_probe`).
 `atmostonce verify` and the mutation pipeline's conformance stages both run them from here."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from atmostonce.check.fence_probe import probe_fence
 from atmostonce.check.policy_probe import probe_policies
 from atmostonce.check.probes import probe
 from atmostonce.check.restart_probe import probe_restart
+from atmostonce.check.worker_probe import probe_workers
 from atmostonce.spec.protocol import ExecutorConfig, ExecutorFactory
 
 Probe = Callable[[ExecutorFactory, ExecutorConfig], list[str]]
@@ -20,6 +22,7 @@ PROBES: tuple[tuple[str, Probe], ...] = (
                                                 for problem in probe(factory, config)]),
     ("RESOLVES POLICIES OTHERWISE THAN THE SPEC", probe_policies),
     ("FENCES OTHERWISE THAN D-6", probe_fence),
+    ("TAKES WORKERS' MESSAGES OR ABANDONED RUNS OTHERWISE THAN THE SPEC", probe_workers),
     ("A RESTART CHANGES WHAT THE SESSION SHOWS", probe_restart),
 )
 """Each probe with the verdict its problems give."""
