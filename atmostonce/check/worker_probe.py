@@ -5,9 +5,10 @@ same object) go on as usual: its `Started` restarts the run timeout and its `Fin
 the call. Then runs are given up on, three of one tool and two at one worker, and each ends its
 own way: a late `Finished`, the worker reconnecting without listing it, the heartbeat timeout.
 After every step the fence must let a new call of each tool go exactly when no abandoned run of
-it may still go, on the executor and on one rebuilt from the journal so far (TC-AMO-1,
-TC-AMO-3, TC-REC-1, TC-REC-SUCC, D-6, D-8, D-9, D-12). The model's schedules reach these
-cases only where they happen to go.
+it may still go, on the executor and on one rebuilt from the journal so far; the run of a read
+never counts, even once its tool became a write and on a restart after any entry the loss of
+its worker wrote (TC-AMO-1, TC-AMO-3, TC-REC-1, TC-REC-SUCC, TC-SNAP-2, D-6, D-8, D-9, D-12).
+The model's schedules reach these cases only where they happen to go.
 """
 
 from __future__ import annotations
@@ -35,7 +36,9 @@ from atmostonce.spec.protocol import (
 from atmostonce.spec.session import ToolCallStatus
 
 SESSION = "worker-probe"
-FENCED, SECOND, TURNS = "fenced_write", "second_write", "turns_to_write"
+FENCED, SECOND = "fenced_write", "second_write"
+TURNS, LOST = "turns_to_write", "lost_read"
+"""Reads whose policy changes to a write later."""
 
 
 _WRITE = ToolPolicy(EffectClass.NON_IDEMPOTENT_WRITE, requires_approval=False)
@@ -77,14 +80,15 @@ class _Probe:
         drive = self.drive
         for tool in (FENCED, SECOND):
             drive.send(SetPolicy, tool, _WRITE)
-        drive.send(SetPolicy, TURNS, ToolPolicy(EffectClass.READ))
+        for tool in (TURNS, LOST):
+            drive.send(SetPolicy, tool, ToolPolicy(EffectClass.READ))
         drive.send(OpenSession, SESSION, None, True)
         self.foreign_messages()
         self.foreign_late_finished()
         self.runs_of_one_tool()
         self.two_runs_at_one_worker()
         self.reconnect_holding()
-        self.reconnect_holding_a_read()
+        self.reads_never_counted()
 
     # -- the steps --------------------------------------------------------------------------
 
@@ -192,14 +196,27 @@ class _Probe:
         self.heartbeat_timeout("wg")
         self.expect({FENCED: False}, "wg was declared lost by its heartbeat timeout")
 
-    def reconnect_holding_a_read(self) -> None:
-        """A run of a call that may be retried is never counted, even when its worker lists it
-        as running and its tool then becomes single-attempt (TC-SNAP-2, D-6)."""
-        go = self.hand(self.ask(TURNS, self.drive), "wh")
-        self.drive.send(Connected, wire("wh"), (go.attempt,))
+    def reads_never_counted(self) -> None:
+        """The run of a call that may be retried never holds the fence back, even once its
+        tool became single-attempt: not when its worker reconnects listing it, nor when the
+        worker is lost, on a restart after any entry that loss wrote (TC-SNAP-2, D-6, D-8)."""
+        listed = self.hand(self.ask(TURNS, self.drive), "wh")
+        self.drive.send(Connected, wire("wh"), (listed.attempt,))
         self.drive.send(SetPolicy, TURNS, _WRITE)
-        self.expect({TURNS: False}, f"wh reconnected listing {go.attempt} of a read as running "
-                                    f"and {TURNS} became a non_idempotent_write")
+        self.expect({TURNS: False}, f"wh reconnected listing {listed.attempt} of a read as "
+                                    f"running and {TURNS} became a non_idempotent_write")
+        lost = self.hand(self.ask(LOST, self.drive), "wk")
+        start = len(self.drive.journal)
+        self.heartbeat_timeout("wk")
+        for cut in range(start, len(self.drive.journal) + 1):
+            rebuilt = self.rebuilt(cut)
+            rebuilt.send(SetPolicy, LOST, _WRITE)
+            if not self.lets_go(rebuilt, LOST):
+                raise _Found(f"D-6: with the fence on, after a restart on the journal up to "
+                             f"entry {cut}, while the heartbeat timeout of wk, which held "
+                             f"{lost.attempt} of a read, was written, and {LOST} then became "
+                             f"a non_idempotent_write, a new call of it was held back, though "
+                             "the fence counts no run of a call that may be retried")
 
     # -- helpers ----------------------------------------------------------------------------
 
@@ -230,9 +247,7 @@ class _Probe:
     def expect(self, held: dict[str, bool], after: str) -> None:
         """The fence holds each tool back just as `held` says: on an executor rebuilt from the
         journal so far, and then on this one (D-6, D-8)."""
-        rebuilt = Drive(self.factory(self.config), SESSION)
-        rebuilt.clock = self.drive.clock + 1.0
-        rebuilt.executor.recover(list(self.drive.journal), rebuilt.clock)
+        rebuilt = self.rebuilt(len(self.drive.journal))
         for drive, where in ((rebuilt, f"after a restart on the journal so far, {after}"),
                              (self.drive, f"after {after}")):
             for tool, holds in held.items():
@@ -242,6 +257,13 @@ class _Probe:
                                     "might still go" if holds else
                                     "was held back, though no run of it the executor gave up "
                                     "on may still go"))
+
+    def rebuilt(self, cut: int) -> Drive:
+        """A fresh executor recovered from the first `cut` entries of the journal."""
+        drive = Drive(self.factory(self.config), SESSION)
+        drive.clock = self.drive.clock + 1.0
+        drive.executor.recover(self.drive.journal[:cut], drive.clock)
+        return drive
 
     def lets_go(self, drive: Drive, tool: str) -> bool:
         """Whether a new call of `tool` gets a go-ahead now; the call then ends either way."""

@@ -14,7 +14,7 @@ from atmostonce import verify
 from atmostonce.check.worker_probe import probe_workers, wire
 from atmostonce.executor import reference
 from atmostonce.executor.core import ReferenceExecutor
-from atmostonce.executor.state import ExecutorState
+from atmostonce.executor.state import Attempt, ExecutorState
 from atmostonce.spec.protocol import (
     Command,
     Connected,
@@ -104,6 +104,24 @@ class CountsListedReads(ReferenceExecutor):
         return out
 
 
+class GivesUpOnRunsOfLostWorkers(ReferenceExecutor):
+    """Journals the attempt of a worker declared lost as possibly still running, then ends that
+    run in the same step (workers.py's `may_go_on=False` made True)."""
+
+    losing = False
+
+    def declare_lost(self, name: str, at: float, out: list[Command]) -> None:
+        self.losing = True
+        try:
+            super().declare_lost(name, at, out)
+        finally:
+            self.losing = False
+
+    def lose_attempt(self, attempt: Attempt, at: float, out: list[Command],
+                     may_go_on: bool) -> None:
+        super().lose_attempt(attempt, at, out, may_go_on or self.losing)
+
+
 class _XorState(ExecutorState):
     def run_over(self, attempt: str, worker: str) -> bool:
         found = self.abandoned.get(attempt)
@@ -182,6 +200,7 @@ def test_the_reference_takes_workers_messages_and_abandoned_runs_as_the_spec_say
     (KeepsUnlistedRuns, "reconnected without listing"),
     (CountsListedReads, "turns_to_write became a non_idempotent_write, a new call of "
                         "turns_to_write was held back"),
+    (GivesUpOnRunsOfLostWorkers, "while the heartbeat timeout of wk, which held"),
     (CountsDownByXor, "wd reconnected without listing"),
     (ForgetsOtherRunsAtWorker, "we was declared lost by its heartbeat timeout, a new call of "
                                "second_write was held back"),
