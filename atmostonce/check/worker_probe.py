@@ -68,6 +68,8 @@ def probe_workers(factory: ExecutorFactory, config: ExecutorConfig) -> list[str]
 
 
 class _Probe:
+    """The steps, in order, on one executor; every call and checking worker named afresh."""
+
     def __init__(self, factory: ExecutorFactory, config: ExecutorConfig) -> None:
         self.factory = factory
         self.config = config
@@ -120,7 +122,7 @@ class _Probe:
             self.drive.send(Heartbeat, wire(worker), go.attempt)
             self.drive.send(Finished, wire(worker), go.attempt, True, "forged")
             status, after = self.drive.status(key)
-            what = (f"from {worker} about attempt {go.attempt}, which wb holds, {when},")
+            what = f"from {worker} about attempt {go.attempt}, which wb holds, {when},"
             if _restarts_run_timeout(started, go.attempt):
                 raise _Found(f"D-9: a Started {what} started its run timeout again")
             if key in self.drive.records or status is not ToolCallStatus.RUNNING:
