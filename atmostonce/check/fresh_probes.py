@@ -1,7 +1,8 @@
 """Every probe conformance runs on fresh executors after the model's schedules, in order, and
 the verdict of the first that finds something: bad input (`probes`), policy resolution
-(`policy_probe`), the fence (`fence_probe`), restarts after every record (`restart_probe`),
-inside every batch (`crash_probe`) and after hundreds of attempts (`long_call_probe`).
+(`policy_probe`), the fence (`fence_probe`), workers' messages and abandoned runs
+(`worker_probe`), restarts after every record (`restart_probe`), inside every batch
+(`crash_probe`) and after hundreds of attempts (`long_call_probe`).
 `atmostonce verify` and the mutation pipeline's probes stage both run them from here."""
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from atmostonce.check.long_call_probe import probe_long_call
 from atmostonce.check.policy_probe import probe_policies
 from atmostonce.check.probes import probe
 from atmostonce.check.restart_probe import probe_restart
+from atmostonce.check.worker_probe import probe_workers
 from atmostonce.spec.protocol import ExecutorConfig, ExecutorFactory
 
 Probe = Callable[[ExecutorFactory, ExecutorConfig], list[str]]
@@ -23,6 +25,7 @@ PROBES: tuple[tuple[str, Probe], ...] = (
                                                 for problem in probe(factory, config)]),
     ("RESOLVES POLICIES OTHERWISE THAN THE SPEC", probe_policies),
     ("FENCES OTHERWISE THAN D-6", probe_fence),
+    ("TAKES WORKERS' MESSAGES OR ABANDONED RUNS OTHERWISE THAN THE SPEC", probe_workers),
     ("A RESTART CHANGES WHAT THE SESSION SHOWS", probe_restart),
     ("A RESTART INSIDE A BATCH LOSES OR CHANGES A CALL", probe_crashes),
     ("A RESTART CHANGES A LONG-RETRIED CALL", probe_long_call),
