@@ -1,6 +1,7 @@
 """Every probe conformance runs on fresh executors after the model's schedules, in order, and
 the verdict of the first that finds something: bad input (`probes`), policy resolution
-(`policy_probe`), the fence (`fence_probe`) and restarts after every record (`restart_probe`).
+(`policy_probe`), the fence (`fence_probe`), restarts after every record (`restart_probe`) and
+corrupt journals (`journal_probe`).
 `atmostonce verify` and the mutation pipeline's conformance stages both run them from here."""
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from atmostonce.check.fence_probe import probe_fence
+from atmostonce.check.journal_probe import probe_journal
 from atmostonce.check.policy_probe import probe_policies
 from atmostonce.check.probes import probe
 from atmostonce.check.restart_probe import probe_restart
@@ -21,6 +23,7 @@ PROBES: tuple[tuple[str, Probe], ...] = (
     ("RESOLVES POLICIES OTHERWISE THAN THE SPEC", probe_policies),
     ("FENCES OTHERWISE THAN D-6", probe_fence),
     ("A RESTART CHANGES WHAT THE SESSION SHOWS", probe_restart),
+    ("RECOVERS FROM A CORRUPT JOURNAL", probe_journal),
 )
 """Each probe with the verdict its problems give."""
 

@@ -1,0 +1,354 @@
+"""A corrupt journal is refused with one clear line, probed on fresh executors: a small workload
+makes the executor persist entries of many kinds, then its own journal, corrupted one way at a
+time, goes to `recover` of a fresh executor (D-8, D-2).
+
+Entries are opaque JSON objects the executor wrote; the probe only groups them by a string field
+every entry has (or by key set) and corrupts them generically. Every requirement is one any
+executor can meet without the probe knowing its format:
+- no corruption may raise anything but SpecError, and its message is one line;
+- a field replaced by a JSON kind no entry of its group ever holds there (null, bool, number,
+  inf/nan, string, list, object; also one level down in objects), a field every entry of its
+  group has removed (unless null is seen there: absent may read as null), an entry replaced by a
+  non-object, the group field replaced by a list or an unknown string, a field whose every value
+  is one of a spec enum's values replaced by an unknown string, a field holding a protocol id
+  (session, turn, call, key, attempt from a go-ahead) emptied, and a field holding an id of the
+  one call its entry names replaced by the same field's id of another call (the entry then
+  contradicts itself): each must be refused, the message naming the field and the entry's index
+  (0- or 1-based), never calling a field that is there missing, nor a non-null value null;
+- an entry dropped, duplicated or swapped with the next may be a journal the executor accepts
+  (a second policy entry is harmless), so only the first rule holds for those.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+
+from atmostonce.check.probe_drive import Drive
+from atmostonce.spec.approval import ApprovalState
+from atmostonce.spec.errors import SpecError
+from atmostonce.spec.policy import EffectClass, PolicySource, ToolHints, ToolPolicy
+from atmostonce.spec.protocol import (
+    JSON,
+    Answer,
+    Ask,
+    Connected,
+    ExecutorConfig,
+    ExecutorFactory,
+    Finished,
+    GoAhead,
+    OpenSession,
+    SetPolicy,
+    TimerKind,
+    UserMessage,
+)
+from atmostonce.spec.records import AttemptEnd, FailureKind, Record
+
+SESSION, OTHER = "journal-probe", "journal-probe-2"
+MAX_CORRUPTIONS = 1000
+MAX_PROBLEMS = 50
+_ENUMS: tuple[type[enum.Enum], ...] = (EffectClass, PolicySource, ApprovalState, AttemptEnd,
+                                       FailureKind, Record)
+_REPRESENTATIVES: tuple[tuple[str, JSON], ...] = (
+    ("null", None), ("bool", True), ("number", 0.5), ("nonfinite", math.inf),
+    ("nonfinite", math.nan), ("string", "?"), ("list", ["?"]), ("object", {"?": 1}))
+
+
+@dataclass(frozen=True)
+class Corruption:
+    """One corrupt journal, what was done to it, and what the message must do if refused."""
+
+    what: str
+    journal: list[JSON]
+    index: int = -1
+    field: str = ""
+    removed: bool = False
+    value: JSON = None
+    must_refuse: bool = True
+    names_field: bool = True
+    may_default: bool = False
+
+
+def probe_journal(factory: ExecutorFactory, config: ExecutorConfig) -> list[str]:
+    """One line per corrupt journal the executor took otherwise than the module says; empty
+    when it refused each with one clear line."""
+    config = replace(config, fence=True)
+    try:
+        drive, ids = _workload(factory, config)
+    except SpecError as error:
+        return [f"D-8: the journal probe could not drive the executor: {error}"]
+    except Exception as error:
+        return [f"D-8: the executor failed on the journal probe: {type(error).__name__}: "
+                f"{error}"]
+    at = drive.clock + 1.0
+    journal: list[JSON] = list(drive.journal)
+    try:
+        pristine = _shown(factory, config, journal, at)
+    except Exception as error:
+        return [f"D-8: recover refused the executor's own journal: {type(error).__name__}: "
+                f"{error}"]
+    problems: list[str] = []
+    for number, corruption in enumerate(_corruptions(journal, ids)):
+        if number >= MAX_CORRUPTIONS or len(problems) >= MAX_PROBLEMS:
+            break
+        problem = _judge(factory, config, corruption, at, pristine)
+        if problem:
+            problems.append(problem)
+    return problems
+
+
+def _shown(factory: ExecutorFactory, config: ExecutorConfig, journal: list[JSON],
+           at: float) -> tuple[object, ...]:
+    """What both sessions show after a fresh executor recovers `journal`."""
+    executor = factory(config)
+    executor.recover(list(journal), at)  # type: ignore[arg-type]
+    return tuple(executor.snapshot(session) for session in (SESSION, OTHER))
+
+
+def _workload(factory: ExecutorFactory, config: ExecutorConfig
+              ) -> tuple[Drive, dict[str, str]]:
+    """The driven executor, and every protocol id it saw with the key of the one call it names
+    ("" for a session id, which names many)."""
+    drive = Drive(factory(config), SESSION)
+    read, nonidem = EffectClass.READ, EffectClass.NON_IDEMPOTENT_WRITE
+    drive.send(SetPolicy, "lookup", ToolPolicy(read))
+    drive.send(SetPolicy, "upsert", ToolPolicy(EffectClass.IDEMPOTENT_WRITE),
+               ToolHints(idempotent=True, destructive=False))
+    drive.send(SetPolicy, "charge", ToolPolicy(nonidem, requires_approval=False))
+    drive.send(SetPolicy, "refund", ToolPolicy(nonidem, requires_approval=True,
+                                               approval_deadline=50.0))
+    drive.send(SetPolicy, "hinted", None, ToolHints(read_only=True))
+    drive.send(OpenSession, SESSION, None, True)
+    drive.send(OpenSession, OTHER, read, False)
+    ids: dict[str, str] = {SESSION: "", OTHER: ""}
+    calls = 0
+
+    def ask(tool: str, session: str = SESSION) -> str:
+        nonlocal calls
+        calls += 1
+        turn, call = f"t{calls}", f"c{calls}"
+        drive.send(Ask, session, turn, call, tool, f'{{"n": {calls}}}')
+        key = f"{session}/{turn}/{call}"
+        ids.update({turn: key, call: key, key: key})
+        return key
+
+    def hand(worker: str) -> GoAhead:
+        drive.send(Connected, worker)
+        go = drive.go_ahead(worker)
+        if go is None:
+            raise SpecError(f"worker {worker} polled for a queued call and got no go-ahead")
+        ids[go.attempt] = go.key
+        return go
+
+    ask("lookup")
+    drive.send(Finished, "w1", hand("w1").attempt, True, "found it")
+    ask("upsert")
+    drive.send(Finished, "w2", hand("w2").attempt, False, "the service said no")
+    drive.requests += 1
+    drive.send(Answer, f"probe-{drive.requests}", ask("refund"), True)
+    drive.send(Finished, "w3", hand("w3").attempt, True, "refunded")
+    drive.requests += 1
+    drive.send(Answer, f"probe-{drive.requests}", ask("refund"), False)
+    ask("charge")
+    go = hand("w4")
+    if not drive.fire(TimerKind.RUN_TIMEOUT, go.attempt):
+        raise SpecError(f"attempt {go.attempt} got no run timeout")
+    drive.send(Finished, "w4", go.attempt, True, "charged late")
+    ask("hinted", OTHER)
+    hand("w5")
+    drive.fire(TimerKind.HEARTBEAT_TIMEOUT, "w5")
+    drive.requests += 1
+    drive.send(UserMessage, f"probe-{drive.requests}", SESSION, "Note from the order system")
+    return drive, ids
+
+
+def _kind(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, (int, float)):
+        return "number" if math.isfinite(value) else "nonfinite"
+    if isinstance(value, str):
+        return "string"
+    return "list" if isinstance(value, list) else "object"
+
+
+def _groups(journal: list[JSON]) -> dict[str, list[int]]:
+    """The entries' indexes by their value of a string field every entry has (the one with the
+    fewest distinct values above one), or by key set when there is none."""
+    objects = [e for e in journal if isinstance(e, dict)]
+    shared = set.intersection(*(set(e) for e in objects)) if objects else set()
+    candidates = sorted((len({str(e[f]) for e in objects}), f) for f in shared
+                        if all(isinstance(e[f], str) for e in objects)
+                        and len({str(e[f]) for e in objects}) > 1)
+    groups: dict[str, list[int]] = {}
+    for index, entry in enumerate(journal):
+        assert isinstance(entry, dict)
+        name = (f"{candidates[0][1]}={entry[candidates[0][1]]}" if candidates
+                else ",".join(sorted(entry)))
+        groups.setdefault(name, []).append(index)
+    return groups
+
+
+def _set(journal: list[JSON], index: int, path: tuple[str, ...], value: JSON | None,
+         ) -> list[JSON]:
+    """A copy of `journal` with the field at `path` of entry `index` set to `value`, or removed
+    when `value` is the removal marker."""
+    copy = list(journal)
+    entry = dict(copy[index])  # type: ignore[arg-type]
+    target = entry
+    for step in path[:-1]:
+        inner = dict(target[step])  # type: ignore[arg-type]
+        target[step] = inner
+        target = inner
+    if value is _REMOVE:
+        del target[path[-1]]
+    else:
+        target[path[-1]] = value
+    copy[index] = entry
+    return copy
+
+
+_REMOVE: JSON = {"\0remove": True}
+
+
+def _corruptions(journal: list[JSON], ids: dict[str, str]) -> Iterator[Corruption]:
+    groups = _groups(journal)
+    group_field = next(iter(groups)).split("=")[0] if "=" in next(iter(groups)) else ""
+    for name, members in groups.items():
+        yield from _field_corruptions(journal, name, members, ())
+        yield from _id_corruptions(journal, name, members, ids)
+        first = members[0]
+        if group_field:
+            unknowns: tuple[JSON, ...] = (["?"], "\0unknown")
+            for value in unknowns:
+                yield Corruption(f"{group_field} of entry {first} ({name}) set to {value!r}",
+                                 _set(journal, first, (group_field,), value), first,
+                                 group_field, value=value)
+    for index in range(len(journal)):
+        yield Corruption(f"entry {index} replaced by a list", journal[:index] + [["?"]]
+                         + journal[index + 1:], index, value=["?"], names_field=False)
+        yield Corruption(f"entry {index} dropped", journal[:index] + journal[index + 1:],
+                         must_refuse=False)
+        yield Corruption(f"entry {index} duplicated", journal[:index + 1] + journal[index:],
+                         must_refuse=False)
+        if index + 1 < len(journal):
+            yield Corruption(f"entries {index} and {index + 1} swapped",
+                             journal[:index] + [journal[index + 1], journal[index]]
+                             + journal[index + 2:], must_refuse=False)
+
+
+def _field_corruptions(journal: list[JSON], name: str, members: list[int],
+                       path: tuple[str, ...]) -> Iterator[Corruption]:
+    """Each field of the group's objects (at `path` inside its entries) removed and replaced by
+    each JSON kind never seen there; one level down into object values."""
+
+    def at(index: int) -> dict[str, JSON] | None:
+        value: JSON = journal[index]
+        for step in path:
+            value = value.get(step) if isinstance(value, dict) else None
+        return value if isinstance(value, dict) else None
+
+    holders = [(i, obj) for i in members if (obj := at(i)) is not None]
+    fields = sorted({f for _, obj in holders for f in obj})
+    where = f"{'.'.join(path)} of " if path else ""
+    for field in fields:
+        having = [(i, obj) for i, obj in holders if field in obj]
+        seen = {_kind(obj[field]) for _, obj in having}
+        index = having[0][0]
+        label = f"field {field!r} of {where}entry {index} ({name})"
+        if len(having) == len(holders) and "null" not in seen:
+            yield Corruption(f"{label} removed", _set(journal, index, (*path, field), _REMOVE),
+                             index, field, removed=True, may_default=True)
+        for kind, value in _REPRESENTATIVES:
+            if kind not in seen:
+                yield Corruption(f"{label} set to {value!r}",
+                                 _set(journal, index, (*path, field), value), index, field,
+                                 value=value, may_default=value is None)
+        strings = {obj[field] for _, obj in having if isinstance(obj[field], str)}
+        if strings and seen <= {"string", "null"} and any(
+                strings <= {m.value for m in cls} for cls in _ENUMS):
+            index = next(i for i, obj in having if isinstance(obj[field], str))
+            yield Corruption(f"field {field!r} of {where}entry {index} ({name}) set to an "
+                             "unknown name", _set(journal, index, (*path, field), "unknown"),
+                             index, field, value="unknown")
+        if not path and "object" in seen:
+            yield from _field_corruptions(journal, name, members, (field,))
+
+
+def _named(entry: JSON, ids: dict[str, str], but: str = "") -> set[str]:
+    """The calls the entry's fields (but `but`) hold an id of."""
+    if not isinstance(entry, dict):
+        return set()
+    return {ids[v] for f, v in entry.items() if f != but and isinstance(v, str) and ids.get(v)}
+
+
+def _id_corruptions(journal: list[JSON], name: str, members: list[int],
+                    ids: dict[str, str]) -> Iterator[Corruption]:
+    """A field holding a protocol id emptied; and, in an entry naming one call, an id of that
+    call replaced by the same field's id of another call, each way once per field."""
+    done: set[tuple[str, bool]] = set()
+    for i in members:
+        entry = journal[i]
+        assert isinstance(entry, dict)
+        for field, value in sorted(entry.items()):
+            if not isinstance(value, str) or value not in ids:
+                continue
+            if (field, False) not in done:
+                done.add((field, False))
+                yield Corruption(f"field {field!r} of entry {i} ({name}) emptied",
+                                 _set(journal, i, (field,), ""), i, field, value="",
+                                 names_field=False)
+            if (field, True) in done or _named(entry, ids, field) != {ids[value]}:
+                continue
+            for j in members:
+                other = journal[j]
+                assert isinstance(other, dict)
+                theirs = other.get(field)
+                if (isinstance(theirs, str) and ids.get(theirs)
+                        and ids[theirs] != ids[value]
+                        and _named(other, ids, field) == {ids[theirs]}):
+                    done.add((field, True))
+                    for into, source in ((i, theirs), (j, value)):
+                        yield Corruption(
+                            f"field {field!r} of entry {into} ({name}) set to {source!r}, "
+                            "an id of another call", _set(journal, into, (field,), source),
+                            into, field, value=source, names_field=False)
+                    break
+
+
+def _judge(factory: ExecutorFactory, config: ExecutorConfig, corruption: Corruption,
+           at: float, pristine: tuple[object, ...]) -> str:
+    """The problem with what `recover` did with the corrupt journal, or ""."""
+    try:
+        shown = _shown(factory, config, corruption.journal, at)
+    except SpecError as error:
+        message = str(error)
+        if "\n" in message:
+            return f"D-8: for the journal with {corruption.what}, recover's error is not one " \
+                   f"line: {message!r}"
+        return _message_problem(corruption, message) if corruption.must_refuse else ""
+    except Exception as error:
+        return (f"D-8: recover of the journal with {corruption.what} raised "
+                f"{type(error).__name__}: {error}, not a one-line SpecError")
+    if corruption.must_refuse and not (corruption.may_default and shown == pristine):
+        return f"D-8: recover accepted the journal with {corruption.what}"
+    return ""
+
+
+def _message_problem(corruption: Corruption, message: str) -> str:
+    says = f"D-8: for the journal with {corruption.what}, recover's error {message!r}"
+    index = corruption.index
+    if not re.search(rf"(?<![\w.])({index}|{index + 1})(?![\w.])", message):
+        return f"{says} does not name the entry ({index}, or {index + 1} counting from 1)"
+    if corruption.names_field and corruption.field not in message:
+        return f"{says} does not name the field {corruption.field!r}"
+    if not corruption.removed and corruption.field and "missing" in message:
+        return f"{says} calls the field missing, but it is there"
+    if "NoneType" in message or (corruption.value is not None and "got null" in message):
+        return f"{says} does not name the kind of the value in JSON's terms"
+    return ""

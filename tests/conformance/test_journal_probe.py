@@ -1,0 +1,98 @@
+"""verify's fresh-executor probes refuse an executor that takes a corrupt journal otherwise than
+with one line naming the entry and the field (D-8): one that accepts a bad value, crashes on
+one, loses the entry's index, calls a field that is there missing, or ignores a key that
+contradicts its call."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import pytest
+
+from atmostonce.check.fresh_probes import first_problems
+from atmostonce.check.journal_probe import probe_journal
+from atmostonce.executor import reference
+from atmostonce.executor.core import ReferenceExecutor
+from atmostonce.spec.errors import SpecError
+from atmostonce.spec.protocol import JSON, Command, ExecutorConfig
+
+
+class TakesAnyTime(ReferenceExecutor):
+    """Reads an entry time that is not a finite number as 0."""
+
+    def recover(self, journal: Sequence[dict[str, JSON]], at: float) -> list[Command]:
+        def fixed(entry: dict[str, JSON]) -> dict[str, JSON]:
+            when = entry.get("at") if isinstance(entry, dict) else 0.0
+            if isinstance(when, bool) or not isinstance(when, (int, float)) or when != when:
+                return {**entry, "at": 0.0}
+            return entry
+        return super().recover([fixed(e) for e in journal], at)
+
+
+class CrashesOnLists(ReferenceExecutor):
+    """Looks a field up in a table without checking that it can be a key first."""
+
+    def recover(self, journal: Sequence[dict[str, JSON]], at: float) -> list[Command]:
+        for entry in journal:
+            if isinstance(entry, dict):
+                hash(entry.get("effect"))
+        return super().recover(journal, at)
+
+
+class LosesTheIndex(ReferenceExecutor):
+    """Says what is wrong but not in which entry."""
+
+    def recover(self, journal: Sequence[dict[str, JSON]], at: float) -> list[Command]:
+        try:
+            return super().recover(journal, at)
+        except SpecError as error:
+            raise SpecError(re.sub(r"journal entry \d+", "a journal entry", str(error))) from None
+
+
+class CallsEverythingMissing(ReferenceExecutor):
+    """Calls a field of the wrong kind missing."""
+
+    def recover(self, journal: Sequence[dict[str, JSON]], at: float) -> list[Command]:
+        try:
+            return super().recover(journal, at)
+        except SpecError as error:
+            raise SpecError(re.sub(r"field ('\w+') must be .*", r"missing field \1",
+                                   str(error))) from None
+
+
+class TrustsTheIds(ReferenceExecutor):
+    """Rebuilds each entry's key from its call's ids, so a key of another call goes unseen."""
+
+    def recover(self, journal: Sequence[dict[str, JSON]], at: float) -> list[Command]:
+        def fixed(entry: dict[str, JSON]) -> dict[str, JSON]:
+            parts = [entry.get(f) for f in ("session_id", "turn_id", "tool_call_id")]
+            if isinstance(entry, dict) and entry.get("type") == "ask" and all(
+                    isinstance(p, str) and p for p in parts):
+                return {**entry, "key": "/".join(parts)}  # type: ignore[arg-type]
+            return entry
+        return super().recover([fixed(e) for e in journal], at)
+
+
+def test_the_reference_refuses_every_corrupt_journal_with_one_clear_line() -> None:
+    assert probe_journal(reference, ExecutorConfig()) == []
+
+
+@pytest.mark.clause("D-8")
+@pytest.mark.parametrize(("broken", "said"), [
+    (TakesAnyTime, "recover accepted the journal with field 'at'"),
+    (CrashesOnLists, "raised TypeError"),
+    (LosesTheIndex, "does not name the entry"),
+    (CallsEverythingMissing, "calls the field missing, but it is there"),
+    (TrustsTheIds, "an id of another call"),
+])
+def test_an_executor_that_takes_a_corrupt_journal_otherwise_is_caught(broken: object,
+                                                                      said: str) -> None:
+    problems = probe_journal(broken, ExecutorConfig())  # type: ignore[arg-type]
+    assert any(said in p for p in problems), problems
+    assert all(p.startswith("D-8: ") for p in problems)
+
+
+def test_the_fresh_probes_give_the_corrupt_journal_verdict() -> None:
+    verdict, problems = first_problems(TakesAnyTime, ExecutorConfig())
+    assert verdict == "RECOVERS FROM A CORRUPT JOURNAL", problems
