@@ -222,6 +222,7 @@ def _corruptions(journal: list[JSON], ids: dict[str, str]) -> Iterator[Corruptio
     for name, members in groups.items():
         yield from _field_corruptions(journal, name, members, ())
         yield from _id_corruptions(journal, name, members, ids)
+        yield from _outcome_corruptions(journal, name, members)
         first = members[0]
         if group_field:
             unknowns: tuple[JSON, ...] = (["?"], "\0unknown")
@@ -319,6 +320,33 @@ def _id_corruptions(journal: list[JSON], name: str, members: list[int],
                             "an id of another call", _set(journal, into, (field,), source),
                             into, field, value=source, names_field=False)
                     break
+
+
+def _outcome_corruptions(journal: list[JSON], name: str, members: list[int]
+                         ) -> Iterator[Corruption]:
+    """In entries holding a record (a field whose values are all `Record` names) and a failure
+    kind (one whose values are `FailureKind` names or null), the kind of a failed one taken
+    away and one given to another record: the spec gives a kind to failed records only."""
+    entries = [(i, e) for i in members if isinstance(e := journal[i], dict)]
+    fields = sorted({f for _, e in entries for f in e})
+
+    def holding(names: set[str], nullable: bool) -> list[str]:
+        return [f for f in fields if all(
+            f in e and ((isinstance(e[f], str) and e[f] in names) or (nullable and e[f] is None))
+            for _, e in entries)]
+
+    failed_name = Record.FAILED.value
+    for record in holding({r.value for r in Record}, False):
+        for kind in holding({k.value for k in FailureKind}, True):
+            failed = [(i, e[kind]) for i, e in entries
+                      if e[record] == failed_name and e[kind] is not None]
+            other = [i for i, e in entries if e[record] != failed_name and e[kind] is None]
+            if not failed or not other:
+                continue
+            for into, value in ((failed[0][0], None), (other[0], failed[0][1])):
+                yield Corruption(f"field {kind!r} of entry {into} ({name}) set to {value!r} "
+                                 f"against its {record!r}", _set(journal, into, (kind,), value),
+                                 into, kind, value=value, names_field=False)
 
 
 def _judge(factory: ExecutorFactory, config: ExecutorConfig, corruption: Corruption,

@@ -74,6 +74,18 @@ class TrustsTheIds(ReferenceExecutor):
         return super().recover([fixed(e) for e in journal], at)
 
 
+class DropsStrayFailureKinds(ReferenceExecutor):
+    """Reads a failure kind on a record that is not failed as none."""
+
+    def recover(self, journal: Sequence[dict[str, JSON]], at: float) -> list[Command]:
+        def fixed(entry: dict[str, JSON]) -> dict[str, JSON]:
+            if isinstance(entry, dict) and entry.get("type") == "record" and entry.get(
+                    "record") != "failed":
+                return {**entry, "failure": None}
+            return entry
+        return super().recover([fixed(e) for e in journal], at)
+
+
 def test_the_reference_refuses_every_corrupt_journal_with_one_clear_line() -> None:
     assert probe_journal(reference, ExecutorConfig()) == []
 
@@ -85,6 +97,7 @@ def test_the_reference_refuses_every_corrupt_journal_with_one_clear_line() -> No
     (LosesTheIndex, "does not name the entry"),
     (CallsEverythingMissing, "calls the field missing, but it is there"),
     (TrustsTheIds, "an id of another call"),
+    (DropsStrayFailureKinds, "against its 'record'"),
 ])
 def test_an_executor_that_takes_a_corrupt_journal_otherwise_is_caught(broken: object,
                                                                       said: str) -> None:
