@@ -157,9 +157,16 @@ def _workload(factory: ExecutorFactory, config: ExecutorConfig
     if not drive.fire(TimerKind.RUN_TIMEOUT, go.attempt):
         raise SpecError(f"attempt {go.attempt} got no run timeout")
     drive.send(Finished, "w4", go.attempt, True, "charged late")
-    ask("hinted", OTHER)
+    retried = ask("hinted", OTHER)
     hand("w5")
     drive.fire(TimerKind.HEARTBEAT_TIMEOUT, "w5")
+    drive.fire(TimerKind.RETRY_BACKOFF, retried)
+    drive.send(Finished, "w6", hand("w6").attempt, True, "found it again")
+    ask("charge")
+    go = hand("w7")
+    if not drive.fire(TimerKind.RUN_TIMEOUT, go.attempt):
+        raise SpecError(f"attempt {go.attempt} got no run timeout")
+    drive.fire(TimerKind.HEARTBEAT_TIMEOUT, "w7")
     drive.requests += 1
     drive.send(UserMessage, f"probe-{drive.requests}", SESSION, "Note from the order system")
     return drive, ids
