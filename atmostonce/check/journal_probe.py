@@ -1,22 +1,29 @@
-"""A corrupt journal is refused with one clear line, probed on fresh executors: a small workload
-makes the executor persist entries of many kinds, then its own journal, corrupted one way at a
-time, goes to `recover` of a fresh executor (D-8, D-2).
+"""A corrupt journal is refused with one clear line, probed on fresh executors: a workload makes
+the executor persist entries of many kinds (policies with and without hints, two sessions,
+asks, answers, attempts queued, handed and ended, a retry, records of several kinds, a user
+message, an abandoned run that ended and a worker declared lost), then its own journal,
+corrupted one way at a time, goes to `recover` of a fresh executor (D-8). The model's schedules
+only ever restart from journals the executor wrote; this feeds it the ones a disk or an
+operator can make.
 
-Entries are opaque JSON objects the executor wrote; the probe only groups them by a string field
-every entry has (or by key set) and corrupts them generically. Every requirement is one any
-executor can meet without the probe knowing its format:
-- no corruption may raise anything but SpecError, and its message is one line;
-- a field replaced by a JSON kind no entry of its group ever holds there (null, bool, number,
-  inf/nan, string, list, object; also one level down in objects), a field every entry of its
-  group has removed (unless null is seen there: absent may read as null), an entry replaced by a
-  non-object, the group field replaced by a list or an unknown string, a field whose every value
-  is one of a spec enum's values replaced by an unknown string, a field holding a protocol id
-  (session, turn, call, key, attempt from a go-ahead) emptied, and a field holding an id of the
-  one call its entry names replaced by the same field's id of another call (the entry then
-  contradicts itself): each must be refused, the message naming the field and the entry's index
-  (0- or 1-based), never calling a field that is there missing, nor a non-null value null;
-- an entry dropped, duplicated or swapped with the next may be a journal the executor accepts
-  (a second policy entry is harmless), so only the first rule holds for those.
+Entries are opaque JSON objects: the probe groups them by a string field every entry has (or by
+key set) and corrupts them knowing only JSON kinds, the spec's enum names and the ids the
+protocol showed it (sessions, turns, calls, keys, attempts of go-aheads). So any executor can
+meet every requirement:
+- no corruption may make `recover` raise anything but SpecError, and its message is one line;
+- these must be refused, the message naming the entry's index (0- or 1-based), never calling a
+  field that is there missing, nor a non-null value null: a field set to a JSON kind no entry
+  of its group holds there (null, bool, number, inf, nan, string, list, object; also one level
+  down in objects), a field every entry of its group has removed, the entry replaced by a
+  list, the group field set to a list or an unknown string, and a field whose values are all a
+  spec enum's names set to an unknown name (each naming the field too); a protocol id emptied,
+  an id of the one call its entry names replaced by the same field's id of another call (the
+  entry then contradicts itself), and a failure kind taken from a failed record or given to
+  one that is not (the spec gives kinds to failed records only);
+- a removal or a null may be accepted instead when the rebuilt sessions show just what they
+  showed: absent may read as the value the executor would have written;
+- an entry dropped, duplicated or swapped with the next can be a journal an executor rightly
+  accepts (a policy set twice), so only the first rule holds for those.
 """
 
 from __future__ import annotations
