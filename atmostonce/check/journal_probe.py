@@ -82,7 +82,7 @@ class Corruption:
 def probe_journal(factory: ExecutorFactory, config: ExecutorConfig) -> list[str]:
     """One line per corrupt journal the executor took otherwise than the module says; empty
     when it refused each with one clear line."""
-    config = replace(config, fence=True)
+    config = replace(config, fence=True, max_attempts=max(2, config.max_attempts))
     try:
         drive, ids = _workload(factory, config)
     except SpecError as error:
