@@ -1,10 +1,11 @@
 """A corrupt journal is refused with one clear line, probed on fresh executors: a workload makes
-the executor persist entries of many kinds (policies with and without hints, two sessions,
+the executor persist entries of many kinds (policies with and without hints, three sessions,
 asks, answers, attempts queued, handed and ended, a retry, records of several kinds, a user
 message, an abandoned run that ended and a worker declared lost), then its own journal,
 corrupted one way at a time, goes to `recover` of a fresh executor (D-8). The model's schedules
 only ever restart from journals the executor wrote; this feeds it the ones a disk or an
-operator can make.
+operator can make. First, a new call of each tool in each session must resolve alike on the
+executor that wrote the journal and on one rebuilt from it (D-8, D-22).
 
 Entries are opaque JSON objects: the probe groups them by a string field every entry has (or by
 key set) and corrupts them knowing only JSON kinds, the spec's enum names and the ids the
@@ -43,6 +44,7 @@ from atmostonce.spec.protocol import (
     Answer,
     Ask,
     Connected,
+    Executor,
     ExecutorConfig,
     ExecutorFactory,
     Finished,
@@ -54,7 +56,9 @@ from atmostonce.spec.protocol import (
 )
 from atmostonce.spec.records import AttemptEnd, FailureKind, Record
 
-SESSION, OTHER = "journal-probe", "journal-probe-2"
+SESSION, OTHER, FLOORLESS = "journal-probe", "journal-probe-2", "journal-probe-3"
+SESSIONS = (SESSION, OTHER, FLOORLESS)
+TOOLS = ("lookup", "upsert", "charge", "refund", "hinted", "unregistered")
 MAX_CORRUPTIONS = 1000
 MAX_PROBLEMS = 50
 _ENUMS: tuple[type[enum.Enum], ...] = (EffectClass, PolicySource, ApprovalState, AttemptEnd,
@@ -94,10 +98,10 @@ def probe_journal(factory: ExecutorFactory, config: ExecutorConfig) -> list[str]
     journal: list[JSON] = list(drive.journal)
     try:
         pristine = _shown(factory, config, journal, at)
+        problems = _resolved_alike(drive, factory(config), journal, at)
     except Exception as error:
         return [f"D-8: recover refused the executor's own journal: {type(error).__name__}: "
                 f"{error}"]
-    problems: list[str] = []
     for number, corruption in enumerate(_corruptions(journal, ids)):
         if number >= MAX_CORRUPTIONS or len(problems) >= MAX_PROBLEMS:
             break
@@ -112,7 +116,31 @@ def _shown(factory: ExecutorFactory, config: ExecutorConfig, journal: list[JSON]
     """What both sessions show after a fresh executor recovers `journal`."""
     executor = factory(config)
     executor.recover(list(journal), at)  # type: ignore[arg-type]
-    return tuple(executor.snapshot(session) for session in (SESSION, OTHER))
+    return tuple(executor.snapshot(session) for session in SESSIONS)
+
+
+def _resolved_alike(drive: Drive, after: Executor, journal: list[JSON], at: float
+                    ) -> list[str]:
+    """A new call of each tool in each session resolves to the same effect, approval and
+    deadline on the executor that wrote the journal and on one rebuilt from it: policies,
+    hints and session defaults survive a restart (D-8, D-22)."""
+    after.recover(list(journal), at)  # type: ignore[arg-type]
+    problems: list[str] = []
+    for session in SESSIONS:
+        for number, tool in enumerate(TOOLS, start=1):
+            turn = f"after-{session}-{number}"
+            shown = []
+            for executor in (drive.executor, after):
+                executor.handle(Ask(at, session, turn, turn, tool))
+                view = next(v for v in executor.snapshot(session).tool_calls
+                            if v.turn_id == turn)
+                effect = view.effect.value if view.effect is not None else None
+                shown.append((effect, view.requires_approval, view.approval_deadline))
+            if shown[0] != shown[1]:
+                problems.append(f"D-8: after recover, a new call of {tool} in session "
+                                f"{session} resolves to (effect, approval, deadline) "
+                                f"{shown[1]}, on the executor that wrote the journal {shown[0]}")
+    return problems
 
 
 def _workload(factory: ExecutorFactory, config: ExecutorConfig
@@ -129,8 +157,9 @@ def _workload(factory: ExecutorFactory, config: ExecutorConfig
                                                approval_deadline=50.0))
     drive.send(SetPolicy, "hinted", None, ToolHints(read_only=True))
     drive.send(OpenSession, SESSION, None, True)
-    drive.send(OpenSession, OTHER, read, False)
-    ids: dict[str, str] = {SESSION: "", OTHER: ""}
+    drive.send(OpenSession, OTHER, EffectClass.IDEMPOTENT_WRITE, False)
+    drive.send(OpenSession, FLOORLESS, nonidem, True)
+    ids: dict[str, str] = dict.fromkeys(SESSIONS, "")
     calls = 0
 
     def ask(tool: str, session: str = SESSION) -> str:

@@ -86,6 +86,14 @@ class DropsStrayFailureKinds(ReferenceExecutor):
         return super().recover([fixed(e) for e in journal], at)
 
 
+class ForgetsTheFloor(ReferenceExecutor):
+    """Rebuilds every session as letting framework metadata lower its default (D-22)."""
+
+    def recover(self, journal: Sequence[dict[str, JSON]], at: float) -> list[Command]:
+        return super().recover([{k: v for k, v in e.items() if k != "hints_may_lower"}
+                                for e in journal], at)
+
+
 def test_the_reference_refuses_every_corrupt_journal_with_one_clear_line() -> None:
     assert probe_journal(reference, ExecutorConfig()) == []
 
@@ -98,6 +106,7 @@ def test_the_reference_refuses_every_corrupt_journal_with_one_clear_line() -> No
     (CallsEverythingMissing, "calls the field missing, but it is there"),
     (TrustsTheIds, "an id of another call"),
     (DropsStrayFailureKinds, "against its 'record'"),
+    (ForgetsTheFloor, "a new call of hinted in session journal-probe-2 resolves to"),
 ])
 def test_an_executor_that_takes_a_corrupt_journal_otherwise_is_caught(broken: object,
                                                                       said: str) -> None:
