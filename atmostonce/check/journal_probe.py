@@ -23,6 +23,8 @@ meet every requirement:
   one that is not (the spec gives kinds to failed records only);
 - a removal or a null may be accepted instead when the rebuilt sessions show just what they
   showed: absent may read as the value the executor would have written;
+- an entry naming an attempt of a go-ahead, repeated at the end of the journal (after its call
+  moved on), must be refused, or change nothing the sessions show (a replay read as a no-op);
 - an entry dropped, duplicated or swapped with the next can be a journal an executor rightly
   accepts (a policy set twice), so only the first rule holds for those.
 """
@@ -88,7 +90,7 @@ def probe_journal(factory: ExecutorFactory, config: ExecutorConfig) -> list[str]
     when it refused each with one clear line."""
     config = replace(config, fence=True, max_attempts=max(2, config.max_attempts))
     try:
-        drive, ids = _workload(factory, config)
+        drive, ids, attempts = _workload(factory, config)
     except SpecError as error:
         return [f"D-8: the journal probe could not drive the executor: {error}"]
     except Exception as error:
@@ -102,7 +104,7 @@ def probe_journal(factory: ExecutorFactory, config: ExecutorConfig) -> list[str]
     except Exception as error:
         return [f"D-8: recover refused the executor's own journal: {type(error).__name__}: "
                 f"{error}"]
-    for number, corruption in enumerate(_corruptions(journal, ids)):
+    for number, corruption in enumerate(_corruptions(journal, ids, attempts)):
         if number >= MAX_CORRUPTIONS or len(problems) >= MAX_PROBLEMS:
             break
         problem = _judge(factory, config, corruption, at, pristine)
@@ -144,9 +146,9 @@ def _resolved_alike(drive: Drive, after: Executor, journal: list[JSON], at: floa
 
 
 def _workload(factory: ExecutorFactory, config: ExecutorConfig
-              ) -> tuple[Drive, dict[str, str]]:
-    """The driven executor, and every protocol id it saw with the key of the one call it names
-    ("" for a session id, which names many)."""
+              ) -> tuple[Drive, dict[str, str], set[str]]:
+    """The driven executor, every protocol id it saw with the key of the one call it names
+    ("" for a session id, which names many), and the attempts of its go-aheads."""
     drive = Drive(factory(config), SESSION)
     read, nonidem = EffectClass.READ, EffectClass.NON_IDEMPOTENT_WRITE
     drive.send(SetPolicy, "lookup", ToolPolicy(read))
@@ -160,6 +162,7 @@ def _workload(factory: ExecutorFactory, config: ExecutorConfig
     drive.send(OpenSession, OTHER, EffectClass.IDEMPOTENT_WRITE, False)
     drive.send(OpenSession, FLOORLESS, nonidem, True)
     ids: dict[str, str] = dict.fromkeys(SESSIONS, "")
+    attempts: set[str] = set()
     calls = 0
 
     def ask(tool: str, session: str = SESSION) -> str:
@@ -177,6 +180,7 @@ def _workload(factory: ExecutorFactory, config: ExecutorConfig
         if go is None:
             raise SpecError(f"worker {worker} polled for a queued call and got no go-ahead")
         ids[go.attempt] = go.key
+        attempts.add(go.attempt)
         return go
 
     ask("lookup")
@@ -205,7 +209,7 @@ def _workload(factory: ExecutorFactory, config: ExecutorConfig
     drive.fire(TimerKind.HEARTBEAT_TIMEOUT, "w7")
     drive.requests += 1
     drive.send(UserMessage, f"probe-{drive.requests}", SESSION, "Note from the order system")
-    return drive, ids
+    return drive, ids, attempts
 
 
 def _kind(value: object) -> str:
@@ -259,7 +263,8 @@ def _set(journal: list[JSON], index: int, path: tuple[str, ...], value: JSON | N
 _REMOVE: JSON = {"\0remove": True}
 
 
-def _corruptions(journal: list[JSON], ids: dict[str, str]) -> Iterator[Corruption]:
+def _corruptions(journal: list[JSON], ids: dict[str, str], attempts: set[str]
+                 ) -> Iterator[Corruption]:
     groups = _groups(journal)
     group_field = next(iter(groups)).split("=")[0] if "=" in next(iter(groups)) else ""
     for name, members in groups.items():
@@ -273,6 +278,12 @@ def _corruptions(journal: list[JSON], ids: dict[str, str]) -> Iterator[Corruptio
                 yield Corruption(f"{group_field} of entry {first} ({name}) set to {value!r}",
                                  _set(journal, first, (group_field,), value), first,
                                  group_field, value=value)
+    for index, entry in enumerate(journal):
+        if isinstance(entry, dict) and attempts & {v for v in entry.values()
+                                                   if isinstance(v, str)}:
+            yield Corruption(f"entry {index}, about an attempt, repeated at the end",
+                             [*journal, entry], len(journal), names_field=False,
+                             may_default=True)
     for index in range(len(journal)):
         yield Corruption(f"entry {index} replaced by a list", journal[:index] + [["?"]]
                          + journal[index + 1:], index, value=["?"], names_field=False)

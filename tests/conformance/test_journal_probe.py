@@ -94,6 +94,22 @@ class ForgetsTheFloor(ReferenceExecutor):
                                 for e in journal], at)
 
 
+class TakesReplayedAttemptsAsNew(ReferenceExecutor):
+    """Reads an attempt queued again, after its call moved on, as the call's next attempt."""
+
+    def recover(self, journal: Sequence[dict[str, JSON]], at: float) -> list[Command]:
+        made: dict[str, int] = {}
+
+        def fixed(entry: dict[str, JSON]) -> dict[str, JSON]:
+            key, number = entry.get("key"), entry.get("number")
+            if entry.get("type") != "queued" or not isinstance(key, str) or not isinstance(
+                    number, int):
+                return entry
+            made[key] = made.get(key, 0) + 1
+            return {**entry, "number": made[key], "attempt": f"{key}#{made[key]}"}
+        return super().recover([fixed(e) for e in journal], at)
+
+
 def test_the_reference_refuses_every_corrupt_journal_with_one_clear_line() -> None:
     assert probe_journal(reference, ExecutorConfig()) == []
 
@@ -106,6 +122,7 @@ def test_the_reference_refuses_every_corrupt_journal_with_one_clear_line() -> No
     (CallsEverythingMissing, "calls the field missing, but it is there"),
     (TrustsTheIds, "an id of another call"),
     (DropsStrayFailureKinds, "against its 'record'"),
+    (TakesReplayedAttemptsAsNew, "about an attempt, repeated at the end"),
     (ForgetsTheFloor, "a new call of hinted in session journal-probe-2 resolves to"),
 ])
 def test_an_executor_that_takes_a_corrupt_journal_otherwise_is_caught(broken: object,
