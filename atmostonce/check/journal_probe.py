@@ -435,7 +435,8 @@ def _message_problem(corruption: Corruption, message: str) -> str:
     index = corruption.index
     if not re.search(rf"(?<![\w.])({index}|{index + 1})(?![\w.])", message):
         return f"{says} does not name the entry ({index}, or {index + 1} counting from 1)"
-    if corruption.names_field and corruption.field not in message:
+    if corruption.names_field and not re.search(rf"(?<!\w){re.escape(corruption.field)}(?!\w)",
+                                                message):
         return f"{says} does not name the field {corruption.field!r}"
     if not corruption.removed and corruption.field and "missing" in message:
         return f"{says} calls the field missing, but it is there"

@@ -50,6 +50,16 @@ class LosesTheIndex(ReferenceExecutor):
             raise SpecError(re.sub(r"journal entry \d+", "a journal entry", str(error))) from None
 
 
+class LosesTheField(ReferenceExecutor):
+    """Says what is wrong but not with which field."""
+
+    def recover(self, journal: Sequence[dict[str, JSON]], at: float) -> list[Command]:
+        try:
+            return super().recover(journal, at)
+        except SpecError as error:
+            raise SpecError(re.sub(r"field '\w+'", "a field", str(error))) from None
+
+
 class CallsEverythingMissing(ReferenceExecutor):
     """Calls a field of the wrong kind missing."""
 
@@ -119,6 +129,7 @@ def test_the_reference_refuses_every_corrupt_journal_with_one_clear_line() -> No
     (TakesAnyTime, "recover accepted the journal with field 'at'"),
     (CrashesOnLists, "raised TypeError"),
     (LosesTheIndex, "does not name the entry"),
+    (LosesTheField, "does not name the field 'at'"),
     (CallsEverythingMissing, "calls the field missing, but it is there"),
     (TrustsTheIds, "an id of another call"),
     (DropsStrayFailureKinds, "against its 'record'"),
