@@ -2,8 +2,9 @@
 the verdict of the first that finds something: bad input (`probes`), policy resolution
 (`policy_probe`), the fence (`fence_probe`), workers' messages and abandoned runs
 (`worker_probe`), restarts after every record (`restart_probe`), inside every batch
-(`crash_probe`) and after hundreds of attempts (`long_call_probe`).
-`atmostonce verify` and the mutation pipeline's probes stage both run them from here."""
+(`crash_probe`) and after hundreds of attempts (`long_call_probe`), and corrupt journals
+(`journal_probe`). `atmostonce verify` and the mutation pipeline's probes stage both run them
+from here."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from collections.abc import Callable
 from atmostonce.check.crash_probe import probe_crashes
 from atmostonce.check.fence_probe import probe_fence
 from atmostonce.check.long_call_probe import probe_long_call
+from atmostonce.check.journal_probe import probe_journal
 from atmostonce.check.policy_probe import probe_policies
 from atmostonce.check.probes import probe
 from atmostonce.check.restart_probe import probe_restart
@@ -29,6 +31,7 @@ PROBES: tuple[tuple[str, Probe], ...] = (
     ("A RESTART CHANGES WHAT THE SESSION SHOWS", probe_restart),
     ("A RESTART INSIDE A BATCH LOSES OR CHANGES A CALL", probe_crashes),
     ("A RESTART CHANGES A LONG-RETRIED CALL", probe_long_call),
+    ("RECOVERS FROM A CORRUPT JOURNAL", probe_journal),
 )
 """Each probe with the verdict its problems give."""
 

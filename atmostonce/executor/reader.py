@@ -126,13 +126,13 @@ class _Reader:
             found = _members(EffectClass).get(value)
             if found is not None:
                 return found
-        return self.parsed(EffectClass.parse, value)
+        return self.parsed(EffectClass.parse, value, name)
 
-    def parsed(self, parse: Callable[[object], T], value: object) -> T:
+    def parsed(self, parse: Callable[[object], T], value: object, name: str) -> T:
         try:
             return parse(value)
         except SpecError as error:
-            self.fail(str(error))
+            self.fail(f"field {name!r}: {error}")
 
     def enum(self, name: str, cls: type[E]) -> E:
         value = self._get(name)
