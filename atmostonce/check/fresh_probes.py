@@ -12,8 +12,8 @@ from collections.abc import Callable
 
 from atmostonce.check.crash_probe import probe_crashes
 from atmostonce.check.fence_probe import probe_fence
-from atmostonce.check.long_call_probe import probe_long_call
 from atmostonce.check.journal_probe import probe_journal
+from atmostonce.check.long_call_probe import probe_long_call
 from atmostonce.check.policy_probe import probe_policies
 from atmostonce.check.probes import probe
 from atmostonce.check.restart_probe import probe_restart
