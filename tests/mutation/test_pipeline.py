@@ -1,7 +1,8 @@
 """The mutation pipeline measures verify honestly: a mutant that breaks the executor is killed
 by the cheapest stage that sees it, one that changes nothing survives, a result is taken up
 again only for the same source, annotations count as equivalent only where nothing evaluates
-them, and an equivalence argument goes stale when its line changes."""
+them, an equivalence argument goes stale when its line changes, and every committed one names
+a mutant as it reads (argued equivalents are not tried unless asked)."""
 
 from __future__ import annotations
 
@@ -185,3 +186,30 @@ def test_a_mutant_of_another_version_of_its_module_is_not_tried_and_not_counted(
     counted = score([older], [outcome], {})
     assert counted.untried == [older]
     assert counted.total.mutants == 0
+
+
+def test_every_argued_equivalence_names_a_mutant_of_the_executor_as_it_reads() -> None:
+    from atmostonce.mutation.score import load_equivalents
+
+    made = {m.id: m for m in mutants(executor_modules(ROOT / "atmostonce" / "executor"), ROOT)}
+    argued = load_equivalents(ROOT / "benchmarks" / "mutation_equivalent.toml")
+    assert [e.id for e in argued.values() if e.id not in made] == []
+    assert [e.id for e in argued.values() if e.line != made[e.id].text] == []
+
+
+def test_an_argued_equivalent_is_not_tried_unless_asked(tmp_path: Path) -> None:
+    [first, *_] = executor_mutants("keys.py")
+    equivalents = tmp_path / "equivalent.toml"
+    equivalents.write_text(f"[[equivalent]]\nid = {json.dumps(first.id)}\n"
+                           f"line = {json.dumps(first.text)}\nwhy = \"a test\"\n")
+    for extra, tried in (([], False), (["--try-equivalents"], True)):
+        state = tmp_path / f"state{len(extra)}.jsonl"
+        done = subprocess.run(
+            [sys.executable, "benchmarks/mutation.py", "--module", "keys.py", "--stages",
+             "probes", "--state", str(state), "--equivalent", str(equivalents), "--json",
+             *extra], cwd=ROOT, capture_output=True, text=True, timeout=300 * patience(),
+            check=False)
+        assert done.returncode == 0, done.stderr
+        ids = {json.loads(line)["id"] for line in state.read_text().splitlines()}
+        assert (first.id in ids) is tried
+        assert json.loads(done.stdout)["equivalent"] == 1
