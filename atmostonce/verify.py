@@ -9,6 +9,7 @@ verdict is always printed.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -130,30 +131,31 @@ within it, each after the state's shortest schedule, once with the fence off and
 def check_conformance(path: str, factory: ExecutorFactory, report: bool = False,
                       meter: Meter = QUIET) -> CheckResult:
     """The executor, driven in lockstep with the model through every transition within the
-    depth, does only what the model allows and agrees with it on every observable; then it
+    depth (fence off and on at once when `path` loads `factory` again), does only what the
+    model allows and agrees with it on every observable; then it
     must pass the probes of fresh executors (`atmostonce.check.fresh_probes`): refuse the bad
     input those schedules never give it, resolve every policy input the way the spec does,
     fence just what D-6 names and show after a restart every record as before."""
-    from atmostonce.check.conformance import replay_schedules
     from atmostonce.check.fresh_probes import PROBES, first_problems
     from atmostonce.check.lockstep_state import executor_config
+    from atmostonce.check.parallel_replay import replay_all
     from atmostonce.check.policy_probe import cases
     from atmostonce.model.check import DEFAULT
 
     details: list[str] = []
     schedules = steps = 0
-    seconds = 0.0
     verdict = "0 disagreements"
     configs = (DEFAULT, DEFAULT.with_(fence=True))
     failing: list[tuple[ModelConfigT, str, list[str], str]] = []
-    for config in configs:
+    meter.update(0, note="fence off and on")
+    started = time.monotonic()
+    replays = replay_all(configs, path, factory, CONFORMANCE_DEPTH,
+                         lambda done, total: meter.update(done, total=total))
+    seconds = time.monotonic() - started
+    for config, result in zip(configs, replays, strict=False):
         fence = f"fence {'on' if config.fence else 'off'}"
-        meter.update(0, note=fence)
-        result = replay_schedules(config, factory, CONFORMANCE_DEPTH, edges=True,
-                                  progress=lambda done, total: meter.update(done, total=total))
         schedules += result.schedules
         steps += result.steps
-        seconds += result.seconds
         for log, message in result.breaches[:1]:
             verdict = "THE EXECUTOR BROKE THE PROTOCOL"
             details.append(f"the executor broke the protocol ({fence}): {message}")
