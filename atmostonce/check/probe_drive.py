@@ -34,7 +34,10 @@ class Drive:
 
     def send(self, event_of: type, *args: object) -> list[Command]:
         self.clock += 1.0
-        commands = self.executor.handle(event_of(self.clock, *args))
+        return self.take(event_of.__name__, self.executor.handle(event_of(self.clock, *args)))
+
+    def take(self, label: str, commands: list[Command]) -> list[Command]:
+        """Carry out one batch of commands as a harness would (`label` names what made it)."""
         for command in commands:
             if isinstance(command, Persist):
                 self.journal.append(command.entry)

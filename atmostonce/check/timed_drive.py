@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from atmostonce.check.probe_drive import Drive
 from atmostonce.spec.protocol import (
-    JSON,
     Answer,
     Command,
     Connected,
@@ -17,8 +17,6 @@ from atmostonce.spec.protocol import (
     Executor,
     Finished,
     GoAhead,
-    Persist,
-    Poll,
     Publish,
     StartTimer,
     StopTimer,
@@ -42,26 +40,26 @@ class Batch:
     published: tuple[str, ...]
 
 
-class TimedDrive:
-    """One executor, its journal, its running timers with their due times, and its batches."""
+class TimedDrive(Drive):
+    """A `Drive` over several sessions that also keeps when each running timer is due and
+    each batch it carried out."""
 
     def __init__(self, executor: Executor, sessions: Sequence[str], clock: float = 0.0) -> None:
-        self.executor = executor
+        super().__init__(executor, sessions[0])
         self.sessions = tuple(sessions)
         self.clock = clock
-        self.due: dict[str, tuple[float, StartTimer]] = {}
-        self.journal: list[dict[str, JSON]] = []
+        self.due: dict[str, float] = {}
+        """When each timer of `timers` is due."""
         self.batches: list[Batch] = []
         self.dropped: set[str] = set()
 
     def take(self, label: str, commands: list[Command]) -> list[Command]:
         """Carry out one batch of commands as a harness would, and note it."""
         start, published = len(self.journal), []
+        super().take(label, commands)
         for command in commands:
-            if isinstance(command, Persist):
-                self.journal.append(command.entry)
-            elif isinstance(command, StartTimer):
-                self.due[command.timer] = (self.clock + command.delay, command)
+            if isinstance(command, StartTimer):
+                self.due[command.timer] = self.clock + command.delay
             elif isinstance(command, StopTimer):
                 self.due.pop(command.timer, None)
             elif isinstance(command, DropWorker):
@@ -73,14 +71,11 @@ class TimedDrive:
                                   tuple(published)))
         return commands
 
-    def send(self, event_of: type, *args: object) -> list[Command]:
-        self.clock += 1.0
-        return self.take(event_of.__name__, self.executor.handle(event_of(self.clock, *args)))
-
     def fire(self, kind: TimerKind, subject: str) -> bool:
         """Fire the running timer of `kind` about `subject` (a call's key, an attempt or a
         worker) when it is due; False when there is none."""
-        for timer, (due, start) in sorted(self.due.items(), key=lambda item: item[1][0]):
+        for timer, due in sorted(self.due.items(), key=lambda item: item[1]):
+            start = self.timers[timer]
             if start.kind is kind and subject in (start.key, start.subject):
                 self._fire(timer, due)
                 return True
@@ -90,20 +85,22 @@ class TimedDrive:
         """Fire the timer due first; False when none runs."""
         if not self.due:
             return False
-        timer, (due, _) = min(self.due.items(), key=lambda item: item[1][0])
+        timer, due = min(self.due.items(), key=lambda item: item[1])
         self._fire(timer, due)
         return True
 
     def _fire(self, timer: str, due: float) -> None:
         del self.due[timer]
+        del self.timers[timer]
         self.clock = max(self.clock, due - 1.0)
         self.send(TimerFired, timer)
 
     def go_ahead(self, worker: str) -> GoAhead | None:
+        """The go-ahead a poll of `worker` got; a worker the executor dropped connects first."""
         if worker in self.dropped:
             self.dropped.discard(worker)
             self.send(Connected, worker)
-        return next((c for c in self.send(Poll, worker) if isinstance(c, GoAhead)), None)
+        return super().go_ahead(worker)
 
     def views(self) -> dict[str, ToolCallView]:
         """Every call the sessions show, by key."""
