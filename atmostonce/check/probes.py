@@ -157,26 +157,24 @@ def _bad_ask(executor: Executor, ids: tuple[object, ...], name: str, bad: object
 
 
 def _unknown_answer(executor: Executor) -> str:
-    _ready(executor)
-    commands = executor.handle(Answer(1.0, "probe-1", "s1/t1/no-such-call", True))
-    replies = [c for c in commands if isinstance(c, Reply)]
-    if len(replies) != 1 or len(commands) != 1 or replies[0].request != "probe-1":
-        return (f"D-7: an answer to a key no call has must get one Reply and nothing else, "
-                f"got {_names(commands)}")
-    if replies[0].ok:
-        return "D-7: an answer to a key no call has was accepted"
-    return ""
+    return _refused(executor, Answer(1.0, "probe-1", "s1/t1/no-such-call", True),
+                    "D-7: an answer to a key no call has")
 
 
 def _unknown_session_message(executor: Executor) -> str:
+    return _refused(executor, UserMessage(1.0, "probe-1", "no-such-session", "hello"),
+                    "TC-RCN-TELL: a user message to a session nobody opened")
+
+
+def _refused(executor: Executor, event: Answer | UserMessage, what: str) -> str:
+    """Empty when the request gets one refusing `Reply` and nothing else; else what it got."""
     _ready(executor)
-    commands = executor.handle(UserMessage(1.0, "probe-1", "no-such-session", "hello"))
+    commands = executor.handle(event)
     replies = [c for c in commands if isinstance(c, Reply)]
-    if len(replies) != 1 or len(commands) != 1 or replies[0].request != "probe-1":
-        return (f"TC-RCN-TELL: a user message to a session nobody opened must get one Reply "
-                f"and nothing else, got {_names(commands)}")
+    if len(replies) != 1 or len(commands) != 1 or replies[0].request != event.request:
+        return f"{what} must get one Reply and nothing else, got {_names(commands)}"
     if replies[0].ok:
-        return "TC-RCN-TELL: a user message to a session nobody opened was accepted"
+        return f"{what} was accepted"
     return ""
 
 
