@@ -267,7 +267,7 @@ def check_chaos(path: str, factory: ExecutorFactory, report: bool = False,
     from atmostonce.chaos.options import ChaosOptions
 
     return _chaos("chaos on the real runtime", path,
-                  ChaosOptions(duration=CHAOS_SECONDS, executor=path, pace=2.0,
+                  ChaosOptions(duration=CHAOS_SECONDS, executor=path, pace=2.0, min_faults=1,
                                drain=CHAOS_DRAIN), report, meter)
 
 
@@ -278,7 +278,7 @@ def check_engine(engine: str, report: bool = False, meter: Meter = QUIET) -> Che
     from atmostonce.chaos.options import ChaosOptions
 
     return _chaos(f"chaos on {engine}", engine,
-                  ChaosOptions(duration=CHAOS_SECONDS, engine=engine, pace=2.0,
+                  ChaosOptions(duration=CHAOS_SECONDS, engine=engine, pace=2.0, min_faults=1,
                                drain=CHAOS_DRAIN), report, meter)
 
 

@@ -67,6 +67,11 @@ def register(subparsers: Any) -> None:
                        "drop (connections reset), or both (default hold,drop)")
     chaos.add_argument("--pace", type=arguments.positive, default=1.0, metavar="X",
                        help="faults come X times as often as by default (default 1)")
+    chaos.add_argument("--min-faults", type=arguments.whole, default=0, metavar="N",
+                       help="inject each kind of fault at least N times: when the duration is "
+                       "over and a kind has had fewer (a busy machine fits fewer in the same "
+                       "seconds), faults of that kind go on, for at most the duration again "
+                       "(default 0)")
     chaos.add_argument("--seed", type=arguments.seed, default=0, metavar="S",
                        help="seed of the workload and the fault schedule (default 0)")
     chaos.add_argument("--fence", action="store_true",
@@ -144,7 +149,7 @@ def cmd_chaos(args: argparse.Namespace) -> int:
         require()
     options = ChaosOptions(duration=args.duration, workers=args.workers,
                            nemesis=_nemeses(args.nemesis), seed=args.seed,
-                           pace=args.pace, cuts=_cuts(args.cuts),
+                           pace=args.pace, cuts=_cuts(args.cuts), min_faults=args.min_faults,
                            fence=args.fence, engine=args.engine, executor=args.executor,
                            workdir=args.workdir)
     signal.signal(signal.SIGTERM, _interrupt)

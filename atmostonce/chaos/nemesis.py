@@ -153,24 +153,38 @@ class Nemesis:
         """Replacement workers still to start."""
         self.server_down_since: float | None = None
         self._todo: list[tuple[float, int, Callable[[], None]]] = []
+        self.injected: Counter[NemesisKind] = Counter()
+        """Faults injected so far, by kind (a pause counts when it starts)."""
         self._order = itertools.count()
 
     # -- the loop ------------------------------------------------------------------------------
 
-    def run(self, duration: float, tick: Callable[[], None] = lambda: None) -> None:
-        """Inject faults for `duration` seconds; `tick` is called every loop."""
-        end = now() + duration
-        due = {kind: now() + self.rng.uniform(0.2, 1.0) * MEAN_GAP[kind] / self.pace
+    def run(self, duration: float, tick: Callable[[], None] = lambda: None,
+            at_least: int = 0) -> None:
+        """Inject faults for `duration` seconds; `tick` is called every loop. When the time is
+        up and a kind has been injected fewer than `at_least` times (a busy machine fits fewer
+        in the same seconds), that kind goes on, one fault as soon as a target is free, for at
+        most `duration` seconds more."""
+        start = now()
+        end = start + duration
+        due = {kind: start + self.rng.uniform(0.2, 1.0) * MEAN_GAP[kind] / self.pace
                for kind in self.kinds}
-        while now() < end:
+        while now() < end or (self.short(at_least) and now() < end + duration):
             self.supervise()
             self._run_due()
+            late = now() >= end
             for kind, when in due.items():
-                if when <= now():
+                if late and self.injected[kind] >= at_least:
+                    continue
+                if when <= now() or late:
                     self._inject(kind)
                     due[kind] = now() + self._gap(kind)
             tick()
             time.sleep(TICK)
+
+    def short(self, at_least: int) -> list[NemesisKind]:
+        """The kinds asked for that have been injected fewer than `at_least` times."""
+        return [kind for kind in self.kinds if self.injected[kind] < at_least]
 
     def _gap(self, kind: NemesisKind) -> float:
         return self.rng.expovariate(self.pace / MEAN_GAP[kind])
@@ -274,6 +288,7 @@ class Nemesis:
             self._pause(target)
         else:
             self._cut(target)
+        self.injected[kind] += 1
 
     def _kill(self, worker: WorkerRef) -> None:
         self.engine.kill_worker(worker)
@@ -313,6 +328,7 @@ class Nemesis:
             return
         at = now()
         self.engine.kill_server()
+        self.injected[NemesisKind.RESTART] += 1
         self.barrier()
         boundary = now()
         self.log.restarts.append(boundary)

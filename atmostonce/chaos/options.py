@@ -26,6 +26,7 @@ DRAIN = 60.0
 MAX_DURATION = 24 * 3600.0
 MAX_WORKERS = 16
 MAX_PACE = 20.0
+MAX_MIN_FAULTS = 100
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,9 @@ class ChaosOptions:
     """How many times the default rate of each kind of fault (`nemesis.MEAN_GAP`)."""
     cuts: tuple[CutMode, ...] = tuple(CutMode)
     """How a partition may cut a connection: held, dropped, or either."""
+    min_faults: int = 0
+    """Each kind asked for is injected at least this many times: the faults go on past the
+    duration (at most as long again) until it has been."""
     drain: float = DRAIN
     """Seconds the drain may take for every call to reach a record."""
     sessions: int = 0
@@ -63,6 +67,9 @@ class ChaosOptions:
             raise SpecError(f"--seed must be >= 0, got {self.seed}")
         if not self.cuts:
             raise SpecError("--cuts needs at least one of hold, drop")
+        if not 0 <= self.min_faults <= MAX_MIN_FAULTS:
+            raise SpecError(f"--min-faults must be between 0 and {MAX_MIN_FAULTS}, got "
+                            f"{self.min_faults}")
         if self.drain <= 0:
             raise SpecError(f"the drain must last more than 0 seconds, got {self.drain:g}")
         if self.sessions < 0:
@@ -80,6 +87,8 @@ class ChaosOptions:
                  f"--seed {self.seed}"]
         if self.pace != 1.0:
             parts.append(f"--pace {self.pace:g}")
+        if self.min_faults:
+            parts.append(f"--min-faults {self.min_faults}")
         if set(self.cuts) != set(CutMode):
             parts.append(f"--cuts {','.join(c.value for c in self.cuts)}")
         if self.fence:

@@ -236,10 +236,10 @@ def _drive(options: ChaosOptions, engine: Engine, io: LoopThread, ledger_at: tup
                          f"{_counts(nemesis.log)}")
 
     try:
-        nemesis.run(options.duration, progress)
+        nemesis.run(options.duration, progress, options.min_faults)
         meter.update(options.duration, note="drain: healing, waiting for every call's record")
-        say(f"drain: faults stopped after {options.duration:g}s ({_counts(nemesis.log)}); "
-            "healing, waiting for every call's record")
+        say(f"drain: faults stopped after {time.monotonic() - began:.1f}s "
+            f"({_counts(nemesis.log)}); healing, waiting for every call's record")
         _drain(options, nemesis, agents, io, got, say, meter)
         _runs_over(engine, ledger, min(RUNS_OVER, options.drain))
     except EngineFailed as failure:

@@ -27,6 +27,8 @@ from tests.runtime.conftest import gone, interruptible
     (["--workers", "0"], "--workers must be between 1 and 16"),
     (["--nemesis", "kill,flood"], "unknown nemesis 'flood'"),
     (["--pace", "-1"], "expected a positive number"),
+    (["--min-faults", "-1"], "--min-faults must be between 0 and 100"),
+    (["--min-faults", "two"], "expected a whole number"),
     (["--engine", "not a path"], "malformed engine path"),
     (["--engine", "no_such_module:engine"], "cannot import engine module"),
     (["--engine", "atmostonce.engines.reference:nothing"], "has no attribute 'nothing'"),
