@@ -304,7 +304,8 @@ class Agents:
                 await asyncio.sleep(wl.RETRY_PAUSE)
                 continue
             self.obs.snapshots.append(SnapshotSeen(sent, now(), session_id,
-                                                   snapshot.tool_calls))
+                                                   snapshot.tool_calls,
+                                                   h.tool_results(session_id, snapshot)))
             for view in snapshot.tool_calls:
                 if view.status.final:
                     self._recorded(build_key(session_id, view.turn_id, view.tool_call_id),

@@ -112,11 +112,12 @@ def _snapshots(out: _Entries, obs: Observations, asked: dict[str, float]) -> Non
                 at = max(snap.sent, asked.get(key, -math.inf) + AFTER)
             sightings.append((at, len(sightings),
                               h.SnapshotSeen(at, key, view.status, view.error,
-                                             view.idempotency_key, h.unreached_of(view))))
+                                             view.idempotency_key, h.unreached_of(view),
+                                             snap.results.get(key, ()))))
     sightings.sort(key=lambda s: s[:2])
-    last: dict[str, tuple[str, str, str]] = {}
+    last: dict[str, tuple[str, str, str, tuple[str, ...] | None]] = {}
     for _, _, seen in sightings:
-        mark = (seen.status.value, seen.error, seen.idempotency_key)
+        mark = (seen.status.value, seen.error, seen.idempotency_key, seen.results)
         if last.get(seen.key) != mark:
             last[seen.key] = mark
             out.put(seen, CLIENT)
@@ -155,7 +156,9 @@ def _ledger(out: _Entries, runs: Sequence[Run], writes: Sequence[Write], log: Se
         ended = run_end(run, witnessed.get(where, ()), deaths.get(run.worker),
                         pauses.get(run.worker, ()), config.lease)
         if ended is not None:
-            out.put(h.RunEnded(ended[0], number, ended[1]), LEDGER)
+            output = run.output if run.ended is not None and ended[1] is h.RunEnd.RETURNED \
+                else None
+            out.put(h.RunEnded(ended[0], number, ended[1], output), LEDGER)
 
 
 def _process_faults(faults: FaultLog) -> tuple[dict[str, float],

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from atmostonce.check import history as h
@@ -55,6 +56,8 @@ class SnapshotSeen:
     replied: float
     session_id: str
     calls: tuple[ToolCallView, ...]
+    results: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """The tool results the same answer's session history holds, by call key."""
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,8 @@ class _Observed:
         self.obs.count("snapshot")
         sent = now()
         snapshot = await self.api.get_agent_snapshot(session_id)
-        self.obs.snapshots.append(SnapshotSeen(sent, now(), session_id, snapshot.tool_calls))
+        self.obs.snapshots.append(SnapshotSeen(sent, now(), session_id, snapshot.tool_calls,
+                                               h.tool_results(session_id, snapshot)))
         return snapshot
 
     async def send_user_message(self, session_id: str, text: str) -> bool:

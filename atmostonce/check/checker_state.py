@@ -87,7 +87,7 @@ class Call:
         "handed", "key", "lost_before", "policy", "pos", "published", "published_epoch",
         "published_pos", "record", "record_at", "record_error", "record_pos", "reports",
         "result_ok", "result_pos", "returned", "runs", "session", "single", "snap", "snap_pos",
-        "tool", "unreached_pos",
+        "tool", "tool_result", "tool_result_pos", "unreached_pos",
     )
 
     def __init__(self, key: str, tool: str, session: str, pos: int, at: float,
@@ -125,10 +125,15 @@ class Call:
         """Where a snapshot of the recorded call showed a history with no reach (D-30)."""
         self.deadline = 0.0
         """The approval deadline the call kept from ask time (D-32)."""
+        self.tool_result: str | None = None
+        """The tool result a snapshot first showed for the call once it succeeded: it must be
+        an output one of its runs returned (A-TOOL-RESULT, judged at quiescence)."""
+        self.tool_result_pos = -1
 
 
 class Run:
-    __slots__ = ("attempt", "call", "live", "orphan", "orphan_ok", "pos", "worker")
+    __slots__ = ("attempt", "call", "live", "orphan", "orphan_ok", "output", "pos", "returned",
+                 "worker")
 
     def __init__(self, call: Call, worker: str, attempt: Attempt | None, pos: int) -> None:
         self.call = call
@@ -140,6 +145,9 @@ class Run:
         """Still going when its call was recorded."""
         self.orphan_ok = False
         """...because the engine gave up on it while it could still run."""
+        self.returned = False
+        self.output: str | None = None
+        """What the run returned, when the ledger says."""
 
 
 class CheckerState:

@@ -39,6 +39,10 @@ property is judged against:
   on after its record only if the engine gave up on it while it could still run: cancelled
   or timed out (TC-AMO-3), or lost at a server restart (D-8); a worker declared lost has
   stopped its runs (D-12).
+- A-TOOL-RESULT: a snapshot that shows the session history (`SnapshotSeen.results`) holds no
+  tool result for a call without a record and exactly one for a recorded call: the text its
+  record and error make, or for a succeeded call an output one of its runs returned (judged
+  at quiescence against the ledger's outputs) (TC-REC-2).
 - A-CANCEL-ON-TIMEOUT: an attempt whose run timeout fired while it was out at a worker (and
   still the call's current attempt) is named by a later `Cancelled` for that worker, judged
   at quiescence; a server restart in between excuses it, since the restart may
@@ -69,11 +73,11 @@ Using `History` from a harness::
 
 Before `finish`, a harness drives the run to quiescence: no more faults, every worker back,
 every timer fired, the reconcile job run (at least twice, to show a rerun sends nothing new),
-and every session's snapshot read once more (`SnapshotSeen` for each call whose status or
-error changed since the last look). `check_history(entries, config)` does all of the checking
-for a finished list of entries. A `Violation`
-names its property id (atmostonce.spec.properties), the call's idempotency key, a one-line
-message and the positions of the entries involved. `HandedOut.call` and `RunStarted.call` are
+and every session's snapshot read once more (`SnapshotSeen` for each call whose status,
+error or tool results changed since the last look). `check_history(entries, config)` does
+all of the checking for a finished list of entries. A `Violation` names its property id
+(atmostonce.spec.properties), the call's idempotency key, a one-line message and the
+positions of the entries involved. `HandedOut.call` and `RunStarted.call` are
 the harness's own attribution of an attempt to a call (the simulator reads it from the call's
 arguments); a harness that has none passes the key the executor sent, and a wrong key can then
 only be caught when it names no call at all.
@@ -165,6 +169,7 @@ class HistoryChecker(ApprovalChecks, AttemptChecks, RecordChecks, RunChecks):
     def finish(self) -> list[h.Violation]:
         """The eventually-properties, at quiescence; also returns what they found."""
         self._cancels_never_sent()
+        self.finished_results()
         for c in self._calls.values():
             if c.record is not None:
                 self.witnessed.add(_WITNESS[c.policy.effect._value_, c.record._value_])

@@ -13,7 +13,8 @@ as long to build. Three kinds of entry exist:
   whether it was sent before the server died),
   `Cancelled`, `StartDelivered` and `ResultDelivered` (a worker's `Started` or `Finished`
   reached the executor), `RecordPublished` (a `tool_call_finished` event), `SnapshotSeen`
-  (a call's status in `get_agent_snapshot` changed), `UserMessageSent` (with its reply),
+  (a call's status in `get_agent_snapshot` changed, with its tool results in the same
+  snapshot's history), `UserMessageSent` (with its reply),
   `ReconcileRan`;
 - ground truth from the effect ledger, which the executor never sees: `RunStarted` (which
   worker really started which attempt, passing which idempotency key), `EffectApplied` (the
@@ -40,7 +41,7 @@ from dataclasses import dataclass, fields
 from atmostonce.spec.policy import EffectClass, ToolHints, ToolPolicy
 from atmostonce.spec.protocol import TimerKind
 from atmostonce.spec.reconcile import never_reached
-from atmostonce.spec.session import ToolCallStatus, ToolCallView
+from atmostonce.spec.session import AgentSnapshot, MessageRole, ToolCallStatus, ToolCallView
 
 
 class RunEnd(enum.Enum):
@@ -168,6 +169,9 @@ class SnapshotSeen(Entry):
     unreached: bool | None = None
     """True when the snapshot's attempt history of the call shows that no attempt reached a
     worker (D-30); None when it shows a reach or no history."""
+    results: tuple[str, ...] | None = None
+    """The tool results the same snapshot's session history holds for the call, in order;
+    None when the harness did not read them (A-TOOL-RESULT)."""
 
 
 @dataclass(slots=True, unsafe_hash=True)
@@ -209,6 +213,8 @@ class EffectApplied(Entry):
 class RunEnded(Entry):
     run: int
     end: RunEnd
+    output: str | None = None
+    """What the tool returned, for a run that returned; None when the ledger does not say."""
 
 
 # -- faults -------------------------------------------------------------------------------------
@@ -263,6 +269,17 @@ def unreached_of(view: ToolCallView) -> bool | None:
     """`SnapshotSeen.unreached` for a call the snapshot shows: True for a recorded call whose
     history shows that no attempt reached a worker, which reconcile reports as not run (D-30)."""
     return True if view.status.final and never_reached(view) else None
+
+
+def tool_results(session_id: str, snapshot: AgentSnapshot) -> dict[str, tuple[str, ...]]:
+    """The tool results a snapshot's session history holds, by the key of their call, in
+    order (`SnapshotSeen.results`)."""
+    found: dict[str, list[str]] = {}
+    for message in snapshot.messages:
+        if message.role is MessageRole.TOOL:
+            key = f"{session_id}/{message.turn_id}/{message.tool_call_id}"
+            found.setdefault(key, []).append(message.tool_output)
+    return {key: tuple(texts) for key, texts in found.items()}
 
 
 def describe(entry: Entry) -> str:

@@ -4,7 +4,8 @@ the call (its hand-outs, its runs in the ledger, its approval, how its attempt e
 reconcile job's reports naming it. Properties: A-ONE-RECORD, A-SAME-KEY (the snapshot's key),
 A-DID-NOT-RUN-TRUE, A-SUCCEEDED-RETURNED, A-UNKNOWN-REACHED, A-EXHAUSTED-RECORD, A-APPROVAL and
 A-POLICY-SNAPSHOT (a rejected record), A-RECORD-MEANING (a failed record), A-DOUBLE-RUN-SHAPE
-(runs left going at the record) and E-RECONCILE-ONCE (a second report)."""
+(runs left going at the record), A-TOOL-RESULT (the tool results a snapshot's history holds)
+and E-RECONCILE-ONCE (a second report)."""
 
 from __future__ import annotations
 
@@ -28,8 +29,8 @@ from atmostonce.check.checker_state import (
 from atmostonce.spec.approval import ApprovalState
 from atmostonce.spec.policy import EffectivePolicy
 from atmostonce.spec.reconcile import reported_keys
-from atmostonce.spec.records import DID_NOT_RUN_PREFIX, FailureKind, failure_text
-from atmostonce.spec.session import Message, MessageRole, ToolCallStatus
+from atmostonce.spec.records import DID_NOT_RUN_PREFIX, FailureKind, Outcome, Record, failure_text
+from atmostonce.spec.session import Message, MessageRole, ToolCallStatus, tool_result_text
 
 
 class RecordChecks(CheckerState):
@@ -45,6 +46,8 @@ class RecordChecks(CheckerState):
                       f"the snapshot shows the key {e.idempotency_key!r} for this call",
                       c.pos, pos)
         status = e.status
+        if e.results is not None:
+            self._tool_results(c, status, e.error, e.results, pos)
         if status is RUNNING or status is AWAITING_APPROVAL:
             if c.snap is not None:
                 self._bad("A-ONE-RECORD", c,
@@ -76,6 +79,44 @@ class RecordChecks(CheckerState):
             self._recorded(c, status, e.error, pos, e.at)
         if e.unreached:
             self._history_unreached(c, pos)
+
+    def _tool_results(self, c: Call, status: ToolCallStatus, error: str,
+                      results: tuple[str, ...], pos: int) -> None:
+        """A-TOOL-RESULT: the session history holds no tool result for a call without a record
+        and exactly one for a recorded call, the text its record and error make; a succeeded
+        call's is judged against its runs' outputs at quiescence (`finished_results`)."""
+        if not status.final:
+            if results:
+                self._bad("A-TOOL-RESULT", c, f"the snapshot shows it {status.value}, yet the "
+                          f"session history already holds its tool result {results[0]!r}", pos)
+            return
+        if len(results) != 1:
+            self._bad("A-TOOL-RESULT", c, f"the snapshot shows it {status.value}, and the "
+                      f"session history holds {len(results)} tool results for it, not one: "
+                      f"{list(results)!r}", pos)
+            return
+        if status is SUCCEEDED:
+            if c.tool_result is None:
+                c.tool_result = results[0]
+                c.tool_result_pos = pos
+            return
+        expected = tool_result_text(Outcome(Record(status.value), error))
+        if results[0] != expected:
+            self._bad("A-TOOL-RESULT", c, f"the snapshot shows it {status.value}, and its tool "
+                      f"result reads {results[0]!r}, not {expected!r}", pos)
+
+    def finished_results(self) -> None:
+        """A-TOOL-RESULT at quiescence: a succeeded call's tool result is an output one of its
+        runs returned, judged when the ledger gives the output of every run that returned."""
+        for c in self._calls.values():
+            text = c.tool_result
+            if text is None:
+                continue
+            outputs = [run.output for run in c.runs if run.returned]
+            if outputs and None not in outputs and text not in outputs:
+                self._bad("A-TOOL-RESULT", c, f"succeeded with the tool result {text!r}, which "
+                          f"no run of it returned (they returned {outputs!r})",
+                          c.tool_result_pos)
 
     def _history_unreached(self, c: Call, pos: int) -> None:
         """A-DID-NOT-RUN-TRUE for the Flow's history (D-30): reconcile reports that a recorded

@@ -95,6 +95,8 @@ class RunChecks(CheckerState):
         c = run.call
         if e.end is RUN_RETURNED:
             c.returned = True
+            run.returned = True
+            run.output = e.output
         if c.single:
             live = self._live_single.get(c.tool)
             if live is not None and run in live:

@@ -163,6 +163,15 @@ class _RestartRequeuesHanded(ReferenceExecutor):
                               attempt.call.key))
 
 
+class _ToolResultWithoutError(ReferenceExecutor):
+    def finalize(self, call: Call, outcome: Outcome, output: str, at: float,
+                 out: list[Command]) -> None:
+        new = call.outcome is None
+        super().finalize(call, outcome, output, at, out)
+        if new and outcome.error:
+            call.session.messages[-1] = tool_message(call, replace(outcome, error=""), output)
+
+
 def retry_non_idempotent(config: ExecutorConfig) -> Executor:
     """A single-attempt call whose worker was lost gets a second attempt (TC-EFF-NONIDEM)."""
     return _RetryNonIdempotent(config)
@@ -243,6 +252,12 @@ def restart_requeues_handed(config: ExecutorConfig) -> Executor:
     return _RestartRequeuesHanded(config)
 
 
+def tool_result_without_error(config: ExecutorConfig) -> Executor:
+    """A call that did not succeed reaches the model with its record but not its error: the
+    tool result says `failed:` or `outcome_unknown` without why (TC-REC-2)."""
+    return _ToolResultWithoutError(config)
+
+
 _MUTANTS: tuple[ExecutorMutant, ...] = (
     ExecutorMutant("retry_non_idempotent", retry_non_idempotent, "TC-EFF-NONIDEM",
                    "a single-attempt call whose worker was lost gets a second attempt",
@@ -286,6 +301,9 @@ _MUTANTS: tuple[ExecutorMutant, ...] = (
     ExecutorMutant("restart_requeues_handed", restart_requeues_handed, "D-8",
                    "after a restart an attempt that was out at a worker is handed out again",
                    "A-ONE-WORKER"),
+    ExecutorMutant("tool_result_without_error", tool_result_without_error, "TC-REC-2",
+                   "the tool result of a call that did not succeed leaves out its error",
+                   "A-TOOL-RESULT"),
 )
 
 EXECUTOR_MUTANTS: dict[str, ExecutorMutant] = {m.name: m for m in _MUTANTS}

@@ -102,7 +102,7 @@ class Agents:
         self.reconcile_crashes = 0
         """Reconcile runs still to die after their first send (the fault schedule arms them;
         quiescence clears them)."""
-        self.seen: dict[str, tuple[ToolCallStatus, str]] = {}
+        self.seen: dict[str, tuple[ToolCallStatus, str, tuple[str, ...]]] = {}
 
     def start(self) -> None:
         at = self.loop.at
@@ -220,16 +220,18 @@ class Agents:
     # -- the snapshot -----------------------------------------------------------------------------
 
     def observe(self, session_id: str, snapshot: AgentSnapshot) -> None:
-        """Record every change of a call's status or error in the snapshot."""
+        """Record every change of a call's status, error or tool results in the snapshot."""
         loop = self.loop
         seen = self.seen
+        results = h.tool_results(session_id, snapshot)
         for view in snapshot.tool_calls:
             key = f"{session_id}/{view.turn_id}/{view.tool_call_id}"
-            now = (view.status, view.error)
+            shown = results.get(key, ())
+            now = (view.status, view.error, shown)
             if seen.get(key) != now:
                 seen[key] = now
                 loop.record(h.SnapshotSeen(loop.now, key, view.status, view.error,
-                                           view.idempotency_key, h.unreached_of(view)))
+                                           view.idempotency_key, h.unreached_of(view), shown))
                 if view.status.final:
                     self.on_record(key, view.status)
 

@@ -181,8 +181,9 @@ class Worker:
         self.run = None
         ok = run.plan.ok
         loop = self.loop
-        loop.record(h.RunEnded(loop.now, run.id, _RETURNED if ok else _TOOL_FAILED))
         output = f"result of {run.tool}" if ok else f"{run.tool} failed"
+        loop.record(h.RunEnded(loop.now, run.id, _RETURNED if ok else _TOOL_FAILED,
+                               output if ok else None))
         conn = run.conn
         self.network.up(conn, _FINISHED, (conn.id, run.attempt, ok, output))
         self._idle()

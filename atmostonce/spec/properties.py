@@ -104,6 +104,10 @@ _PROPERTIES: tuple[Property, ...] = (
             "two runs of a single-attempt tool overlap only when one belongs to a call the "
             "engine gave up on while it could still run and the other to another call",
             "TC-AMO-3", "TC-AMO-4", "D-6"),
+    _always("A-TOOL-RESULT",
+            "a recorded call reaches the model as exactly one tool result in the session "
+            "history, the text its record and error make (a succeeded call's: an output its "
+            "tool returned); a call without a record has none", "TC-REC-2", "TC-RCN-1"),
     _always("A-CANCEL-ON-TIMEOUT",
             "an attempt still out at a worker when its run timeout fires is cancelled: that "
             "worker is sent Cancel for it", "TC-AMO-3"),

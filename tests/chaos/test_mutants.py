@@ -48,3 +48,18 @@ def test_a_single_attempt_call_attempted_again_after_its_worker_died_is_caught()
     assert all(gone(pid) for pid in result.pids)
     assert result.kept is not None
     assert (result.kept / "ledger.db").is_file()
+
+
+@pytest.mark.clause("TC-REC-2", "TC-RCN-1")
+def test_a_tool_result_without_its_error_is_caught_on_the_runtime_from_the_snapshots() -> None:
+    """No fault is needed: every failed or rejected call's tool result in the session history
+    the real server returns says its record without its error."""
+    result = run_chaos(ChaosOptions(duration=3, nemesis=(), seed=2,
+                                    executor="atmostonce.executor.mutants:"
+                                    "tool_result_without_error"))
+    assert not result.ok
+    caught = [v for v in result.violations if v.property == "A-TOOL-RESULT"]
+    assert caught, [v.line() for v in result.violations]
+    assert "its tool result reads" in caught[0].message
+    assert {v.property for v in result.violations} == {"A-TOOL-RESULT"}
+    assert all(gone(pid) for pid in result.pids)

@@ -98,8 +98,10 @@ class Story:
         return self.add(h.RecordPublished(self.now(), key, status, error))
 
     def snapshot(self, key: str, status: ToolCallStatus, error: str = "",
-                 shown_key: str | None = None, unreached: bool | None = None) -> None:
-        self.add(h.SnapshotSeen(self.now(), key, status, error, shown_key or key, unreached))
+                 shown_key: str | None = None, unreached: bool | None = None,
+                 results: tuple[str, ...] | None = None) -> None:
+        self.add(h.SnapshotSeen(self.now(), key, status, error, shown_key or key, unreached,
+                                results))
 
     # -- the ledger ---------------------------------------------------------------------------
 
@@ -111,8 +113,9 @@ class Story:
     def apply(self, run: int, key: str) -> None:
         self.add(h.EffectApplied(self.now(), run, key, True))
 
-    def end(self, run: int, how: h.RunEnd = h.RunEnd.RETURNED) -> None:
-        self.add(h.RunEnded(self.now(), run, how))
+    def end(self, run: int, how: h.RunEnd = h.RunEnd.RETURNED, output: str | None = None
+            ) -> None:
+        self.add(h.RunEnded(self.now(), run, how, output))
 
     # -- faults -------------------------------------------------------------------------------
 

@@ -512,6 +512,77 @@ def test_a_double_run_shape_allows_the_documented_double_run_and_witnesses_it() 
     assert (double.first, double.second, double.documented) == (first, second, True)
 
 
+def _succeeded_with_output(output: str | None) -> tuple[Story, str]:
+    """A read that returned `output` at the ledger and was recorded succeeded."""
+    s = Story()
+    s.policy("search", READ)
+    s.session()
+    key = s.ask("search", "c1")
+    s.queued(key, "a1")
+    s.hand(key, "a1", "w1", "search")
+    run = s.run(key, "a1", "w1", "search")
+    s.end(run, h.RunEnd.RETURNED, output)
+    s.result("w1", "a1", True)
+    s.publish(key, S.SUCCEEDED)
+    return s, key
+
+
+@pytest.mark.clause("TC-REC-2")
+def test_a_tool_result_catches_a_succeeded_call_whose_result_no_run_returned() -> None:
+    s, key = _succeeded_with_output('{"hits": 3}')
+    s.snapshot(key, S.SUCCEEDED, results=('{"hits": 4}',))
+    found = [v for v in s.check() if v.property == "A-TOOL-RESULT"]
+    assert len(found) == 1, found
+    assert "no run of it returned" in found[0].message
+    clean_story, clean_key = _succeeded_with_output('{"hits": 3}')
+    clean_story.snapshot(clean_key, S.SUCCEEDED, results=('{"hits": 3}',))
+    assert clean_story.check() == []
+
+
+def test_a_tool_result_is_not_judged_against_runs_whose_output_the_ledger_lacks() -> None:
+    s, key = _succeeded_with_output(None)
+    s.snapshot(key, S.SUCCEEDED, results=("anything",))
+    assert s.check() == []
+
+
+@pytest.mark.clause("TC-REC-2", "TC-RCN-1")
+def test_a_tool_result_catches_a_record_whose_result_reads_otherwise() -> None:
+    s = Story()
+    s.policy("send", NONIDEM, False)
+    s.session()
+    key = s.ask("send", "c1")
+    s.queued(key, "a1")
+    s.publish(key, S.FAILED, DID_NOT_RUN)
+    s.snapshot(key, S.FAILED, DID_NOT_RUN, results=("failed: something else",))
+    found = [v for v in s.check() if v.property == "A-TOOL-RESULT"]
+    assert len(found) == 1 and f"failed: {DID_NOT_RUN}" in found[0].message, found
+    good = Story()
+    good.policy("send", NONIDEM, False)
+    good.session()
+    key = good.ask("send", "c1")
+    good.queued(key, "a1")
+    good.publish(key, S.FAILED, DID_NOT_RUN)
+    good.snapshot(key, S.FAILED, DID_NOT_RUN, results=(f"failed: {DID_NOT_RUN}",))
+    assert good.check() == []
+
+
+@pytest.mark.clause("TC-REC-2")
+def test_a_tool_result_catches_two_results_for_one_call_and_one_before_the_record() -> None:
+    s, key = _succeeded_with_output("ok")
+    s.snapshot(key, S.SUCCEEDED, results=("ok", "ok"))
+    assert "A-TOOL-RESULT" in s.properties()
+    early = Story()
+    early.policy("search", READ)
+    early.session()
+    key = early.ask("search", "c1")
+    early.queued(key, "a1")
+    early.snapshot(key, S.RUNNING, results=("ok",))
+    assert "A-TOOL-RESULT" in early.properties()
+    missing, key = _succeeded_with_output("ok")
+    missing.snapshot(key, S.SUCCEEDED, results=())
+    assert "A-TOOL-RESULT" in missing.properties()
+
+
 def _timed_out_at_w1(cancel: str | None) -> Story:
     s = Story()
     s.policy("send", NONIDEM, False)
