@@ -555,7 +555,8 @@ def test_a_tool_result_catches_a_record_whose_result_reads_otherwise() -> None:
     s.publish(key, S.FAILED, DID_NOT_RUN)
     s.snapshot(key, S.FAILED, DID_NOT_RUN, results=("failed: something else",))
     found = [v for v in s.check() if v.property == "A-TOOL-RESULT"]
-    assert len(found) == 1 and f"failed: {DID_NOT_RUN}" in found[0].message, found
+    assert len(found) == 1, found
+    assert f"failed: {DID_NOT_RUN}" in found[0].message
     good = Story()
     good.policy("send", NONIDEM, False)
     good.session()
