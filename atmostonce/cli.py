@@ -27,7 +27,7 @@ def _stderr(line: str) -> None:
 
 
 def cmd_clauses(args: argparse.Namespace) -> int:
-    from atmostonce.check import coverage
+    from atmostonce.check.clauses import coverage
 
     rows = coverage.matrix()
     if args.json:
@@ -49,7 +49,7 @@ def cmd_clauses(args: argparse.Namespace) -> int:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     from atmostonce import verify
-    from atmostonce.check.loading import DEFAULT_EXECUTOR, load_factory
+    from atmostonce.check.executors.loading import DEFAULT_EXECUTOR, load_factory
 
     layers = verify.LAYERS if args.layers is None else \
         arguments.names(args.layers, "--layers", "layer", verify.LAYERS)
@@ -118,7 +118,7 @@ def _verify_command(args: argparse.Namespace) -> str:
 
 
 def cmd_prove(args: argparse.Namespace) -> int:
-    from atmostonce.check import proofs
+    from atmostonce.check.clauses import proofs
 
     with progress.board(args.json) as shown:
         meter = shown.meter("CrossHair proofs")

@@ -2,8 +2,8 @@
 
 Each check returns a `CheckResult`; the verdict passes only when every check passed. An executor
 under test that raises, or answers outside the protocol, fails the layer that drove it, with the
-exception or the wrong value and the step that caused it (`atmostonce.check.guard`); the other
-layers still run. A check that stops on an exception of its own fails with it too, so the
+exception or the wrong value and the step that caused it (`atmostonce.check.executors.guard`); the
+other layers still run. A check that stops on an exception of its own fails with it too, so the
 verdict is always printed.
 """
 
@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from atmostonce.check import coverage, proofs
+from atmostonce.check.clauses import coverage, proofs
 from atmostonce.progress import QUIET, Board, Meter
 from atmostonce.report.page import Check as ReportCheck
 from atmostonce.report.page import Page, Section
@@ -133,13 +133,13 @@ def check_conformance(path: str, factory: ExecutorFactory, report: bool = False,
     """The executor, driven in lockstep with the model through every transition within the
     depth (fence off and on at once when `path` loads `factory` again), does only what the
     model allows and agrees with it on every observable; then it
-    must pass the probes of fresh executors (`atmostonce.check.fresh_probes`): refuse the bad
+    must pass the probes of fresh executors (`atmostonce.check.probes.table`): refuse the bad
     input those schedules never give it, resolve every policy input the way the spec does,
     fence just what D-6 names and show after a restart every record as before."""
-    from atmostonce.check.fresh_probes import PROBES, first_problems
-    from atmostonce.check.lockstep_state import executor_config
-    from atmostonce.check.parallel_replay import replay_all
-    from atmostonce.check.policy_probe import cases
+    from atmostonce.check.lockstep.parallel import replay_all
+    from atmostonce.check.lockstep.state import executor_config
+    from atmostonce.check.probes.policies import cases
+    from atmostonce.check.probes.table import PROBES, first_problems
     from atmostonce.model.check import DEFAULT
 
     details: list[str] = []
@@ -192,7 +192,7 @@ def _conformance_section(checked: CheckResult, configs: tuple[ModelConfigT, ...]
                          failing: list[tuple[ModelConfigT, str, list[str], str]]) -> Section:
     """The layer's part of the report: the edges of every replayed schedule when all of them
     ran, or else the first failing schedule as a sequence chart."""
-    from atmostonce.check.schedule_counts import schedule_edge_counts
+    from atmostonce.check.lockstep.schedule_counts import schedule_edge_counts
     from atmostonce.report.layers import conformance_section, summed
     from atmostonce.report.schedule_chart import schedule_chart
 
@@ -403,7 +403,7 @@ UNITS = {"model": "states", "conformance": "schedules", "simulation": "seeds", "
 def stopped(planned: Planned, error: Exception) -> CheckResult:
     """The result of a check that stopped on an exception: failed, with the exception's type,
     message and the place it was raised."""
-    from atmostonce.check.guard import raised
+    from atmostonce.check.executors.guard import raised
 
     message = " ".join(str(error).split())
     return CheckResult(planned.layer, planned.name, False,

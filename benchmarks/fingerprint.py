@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if not __package__:  # run as a script: fingerprint this checkout, not an installed copy
     sys.path.insert(0, str(ROOT))
 
-from atmostonce.check.history import describe  # noqa: E402
+from atmostonce.check.history.entries import describe  # noqa: E402
 from atmostonce.executor import reference  # noqa: E402
 from atmostonce.sim.faults import PROFILES  # noqa: E402
 from atmostonce.sim.run import run_seed  # noqa: E402

@@ -24,8 +24,8 @@ from typing import Any, TypeVar
 if not __package__:  # run as a script: measure this checkout, not an installed copy
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from atmostonce.check.checkers import History
-from atmostonce.check.loading import DEFAULT_EXECUTOR, load_factory
+from atmostonce.check.executors.loading import DEFAULT_EXECUTOR, load_factory
+from atmostonce.check.history.checkers import History
 from atmostonce.sim.engine import scenario
 from atmostonce.sim.faults import profile as find_profile
 from atmostonce.sim.run import run_seed

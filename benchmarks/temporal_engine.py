@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from atmostonce.check.loading import DEFAULT_EXECUTOR
+from atmostonce.check.executors.loading import DEFAULT_EXECUTOR
 from atmostonce.engines.adapter import EngineSetup, WorkerRef
 from atmostonce.engines.temporal.adapter import TemporalEngine
 from atmostonce.engines.temporal.client import POLL, TemporalSessions

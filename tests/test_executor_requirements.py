@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from atmostonce import cli
-from atmostonce.check.record_checks import TOOL_ERROR_TEXT
+from atmostonce.check.history.records import TOOL_ERROR_TEXT
 from atmostonce.spec import protocol
 from atmostonce.spec.properties import PROPERTIES
 from atmostonce.spec.records import (
@@ -103,9 +103,9 @@ def test_every_named_function_exists() -> None:
 
 
 def test_the_reference_check_catches_a_name_that_does_not_exist() -> None:
-    assert _defines(ROOT / "atmostonce/check/conformance.py", "Lockstep.compare")
-    assert not _defines(ROOT / "atmostonce/check/conformance.py", "Lockstep.compared")
-    assert not _defines(ROOT / "atmostonce/check/conformance.py", "replay_schedules.x")
+    assert _defines(ROOT / "atmostonce/check/lockstep/conformance.py", "Lockstep.compare")
+    assert not _defines(ROOT / "atmostonce/check/lockstep/conformance.py", "Lockstep.compared")
+    assert not _defines(ROOT / "atmostonce/check/lockstep/conformance.py", "replay_schedules.x")
 
 
 def test_every_event_and_command_of_the_protocol_is_documented() -> None:

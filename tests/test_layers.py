@@ -98,7 +98,7 @@ def test_lint_imports_keeps_every_contract() -> None:
 
 @pytest.mark.parametrize(("importer", "imported"), [
     ("atmostonce.spec.policy", "atmostonce.model.system"),
-    ("atmostonce.check.history", "atmostonce.executor.core"),
+    ("atmostonce.check.history.entries", "atmostonce.executor.core"),
     ("atmostonce.executor.core", "atmostonce.runtime.server"),
     ("atmostonce.sim.engine", "atmostonce.runtime.client"),
     ("atmostonce.runtime.server", "atmostonce.engines.adapter"),

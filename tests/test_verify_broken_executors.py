@@ -15,7 +15,7 @@ import pytest
 from atmostonce import verify
 from atmostonce.progress import Board, Meter
 from atmostonce.verify import CheckResult, Planned
-from tests.check.broken_executors import BROKEN, path
+from tests.check.executors.broken_executors import BROKEN, path
 from tests.load import patience
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -26,8 +26,8 @@ from atmostonce.chaos import workload as wl
 from atmostonce.chaos.observations import AskSeen, EventSeen, Observations, SnapshotSeen, now
 from atmostonce.chaos.people import People
 from atmostonce.chaos.reconcile import ReconcileJob
-from atmostonce.check import history as h
-from atmostonce.check.policies import PolicyBook
+from atmostonce.check.history import entries as h
+from atmostonce.check.history.policies import PolicyBook
 from atmostonce.engines.adapter import UNAVAILABLE, SessionAPI
 from atmostonce.runtime.reconcile import OutcomeCheck
 from atmostonce.spec.keys import build_key

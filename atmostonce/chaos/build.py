@@ -1,5 +1,5 @@
-"""One history (`atmostonce.check.history`) out of everything a chaos run saw: its clients, the
-engine's server log, the effect ledger and the nemesis's fault log.
+"""One history (`atmostonce.check.history.entries`) out of everything a chaos run saw: its clients,
+the engine's server log, the effect ledger and the nemesis's fault log.
 
 All four read the same clock, so merging them is sorting by time, once each observation stands
 at a moment that is true for it:
@@ -28,7 +28,7 @@ from collections.abc import Iterable, Sequence
 
 from atmostonce.chaos.nemesis import FaultLog
 from atmostonce.chaos.observations import Observations
-from atmostonce.check import history as h
+from atmostonce.check.history import entries as h
 from atmostonce.engines.adapter import RunEndSeen, ServerLog
 from atmostonce.runtime.ledger_client import Run, Write
 from atmostonce.spec.keys import build_key

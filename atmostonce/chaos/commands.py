@@ -23,7 +23,7 @@ from typing import Any
 
 from atmostonce import arguments
 from atmostonce.chaos.nemesis import NemesisKind
-from atmostonce.check.loading import DEFAULT_EXECUTOR, load_callable
+from atmostonce.check.executors.loading import DEFAULT_EXECUTOR, load_callable
 from atmostonce.engines.adapter import DEFAULT_ENGINE, CutMode
 from atmostonce.runtime.reconcile import (
     DEFAULT_SOURCE,

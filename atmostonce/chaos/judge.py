@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from atmostonce.chaos.build import build_history
 from atmostonce.chaos.nemesis import FaultLog
 from atmostonce.chaos.observations import Observations
-from atmostonce.check.checkers import History
-from atmostonce.check.history import Entry
+from atmostonce.check.history.checkers import History
+from atmostonce.check.history.entries import Entry
 from atmostonce.engines.adapter import Limits, ServerLog
 from atmostonce.runtime.ledger_client import Run, Write
 from atmostonce.spec.protocol import ExecutorConfig

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from atmostonce.chaos.observations import Observations
-from atmostonce.check import history as h
+from atmostonce.check.history import entries as h
 from atmostonce.engines.adapter import ServerLog
 from atmostonce.spec.keys import build_key
 from atmostonce.spec.session import MessageRole, ToolCallStatus

@@ -14,7 +14,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from atmostonce.check import history as h
+from atmostonce.check.history import entries as h
 from atmostonce.spec.session import AgentSnapshot, ToolCallStatus, ToolCallView
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from atmostonce.chaos.nemesis import NemesisKind
-from atmostonce.check.loading import DEFAULT_EXECUTOR
+from atmostonce.check.executors.loading import DEFAULT_EXECUTOR
 from atmostonce.engines.adapter import DEFAULT_ENGINE, CutMode
 from atmostonce.spec.errors import SpecError
 from atmostonce.spec.protocol import ExecutorConfig

@@ -12,7 +12,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from atmostonce.chaos.observations import Observations, SendSeen, SnapshotSeen, now
-from atmostonce.check import history as h
+from atmostonce.check.history import entries as h
 from atmostonce.engines.adapter import UNAVAILABLE, SessionAPI
 from atmostonce.runtime.reconcile import OutcomeCheck, ReconcileRun, report_unknown_outcomes
 from atmostonce.spec.session import AgentSnapshot

@@ -7,7 +7,7 @@ failure of the executor under test with the server log's line and where the logs
 from __future__ import annotations
 
 from atmostonce.chaos.result import ChaosResult
-from atmostonce.check.history import ReconcileRan, describe
+from atmostonce.check.history.entries import ReconcileRan, describe
 from atmostonce.sim.report import SOMETIMES, records_table, retries_line, unwitnessed
 from atmostonce.spec.properties import PROPERTIES
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from atmostonce.chaos.result import ChaosResult
-from atmostonce.check.call_edges import NOT_FROM_HISTORY
+from atmostonce.check.history.call_edges import NOT_FROM_HISTORY
 from atmostonce.report.counts import layer_counts
 from atmostonce.report.page import Chart, Check, Section
 from atmostonce.sim.report_page import HISTORY_MEANING, UNCOUNTED, plots

@@ -12,8 +12,8 @@ from atmostonce.chaos.lost import LostRecord
 from atmostonce.chaos.nemesis import FaultLog
 from atmostonce.chaos.observations import Observations
 from atmostonce.chaos.options import ChaosOptions
-from atmostonce.check.checker_state import DoubleRun
-from atmostonce.check.history import Entry, Violation
+from atmostonce.check.history.entries import Entry, Violation
+from atmostonce.check.history.state import DoubleRun
 from atmostonce.engines.adapter import ExecutorFailure
 from atmostonce.sim.stats import RunStats, Totals
 

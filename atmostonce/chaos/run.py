@@ -36,7 +36,7 @@ from atmostonce.chaos.nemesis import EngineFailed, FaultLog, Nemesis
 from atmostonce.chaos.observations import Observations
 from atmostonce.chaos.options import ChaosOptions
 from atmostonce.chaos.result import ChaosResult
-from atmostonce.check.loading import load_factory
+from atmostonce.check.executors.loading import load_factory
 from atmostonce.engines.adapter import (
     Engine,
     EngineSetup,

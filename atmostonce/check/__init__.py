@@ -1,7 +1,8 @@
-"""Checking: histories and the checkers that judge them, model-generated conformance, the guard
-that turns an executor's protocol breach into a finding, executor loading by name, the kinds of
-service an effect ledger applies, and the checks of the project itself (clause coverage,
-CrossHair proofs).
+"""Checking, one sub-package per job: `history` (histories and the checkers that judge them,
+and the kinds of service an effect ledger applies), `lockstep` (an executor and the model driven
+together: conformance and trace replay), `probes` (fresh executors driven where the model's
+schedules never go), `executors` (loading an executor under test by name, and the guard that
+turns its protocol breach into a finding) and `clauses` (clause coverage, CrossHair proofs).
 
 Imports `spec` and `model` only; it loads the executor under test by its `module:function`
 name and never imports `executor`, `runtime` or `engines`.

@@ -18,7 +18,7 @@ methods of `Engine`, and run `atmostonce chaos --engine module:function`. The ha
    `start_server`; and starts a replacement with `start_worker` whenever a worker is gone;
 4. stops the faults, heals everything, lets every call reach a record, runs reconcile twice,
    calls `close()`, then reads `server_log()`, merges it with what its clients saw, the
-   ledger and its own fault log into one history (`atmostonce.check.history`) and runs the
+   ledger and its own fault log into one history (`atmostonce.check.history.entries`) and runs the
    same checkers as the simulator on it.
 
 The two halves of the adapter run on different threads: process control is called from the
@@ -95,8 +95,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, cast, runtime_checkable
 
-from atmostonce.check import history as h
-from atmostonce.check.loading import load_callable
+from atmostonce.check.executors.loading import load_callable
+from atmostonce.check.history import entries as h
 from atmostonce.runtime.client import AnswerReply, ServerUnavailable
 from atmostonce.runtime.wire import LOOPBACK
 from atmostonce.spec.errors import SpecError

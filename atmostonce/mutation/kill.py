@@ -19,7 +19,7 @@ from atmostonce.mutation.stages import BY_NAME
 def trial(executor: str, stages: list[str]) -> dict[str, object]:
     """The first stage that kills the mutant (`killed_by`, None if it survived them all), its
     detail, and the seconds each stage took."""
-    from atmostonce.check.loading import load_factory
+    from atmostonce.check.executors.loading import load_factory
     from atmostonce.spec.errors import SpecError
 
     seconds: dict[str, float] = {}

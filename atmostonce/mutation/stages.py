@@ -32,8 +32,8 @@ class Stage:
 
 
 def _probes(path: str, factory: ExecutorFactory) -> Verdict:
-    from atmostonce.check.fresh_probes import first_problems
-    from atmostonce.check.lockstep_state import executor_config
+    from atmostonce.check.lockstep.state import executor_config
+    from atmostonce.check.probes.table import first_problems
     from atmostonce.model.check import DEFAULT
 
     verdict, problems = first_problems(factory, executor_config(DEFAULT))
@@ -42,7 +42,7 @@ def _probes(path: str, factory: ExecutorFactory) -> Verdict:
 
 def _conformance(depth: int) -> Check:
     def check(path: str, factory: ExecutorFactory) -> Verdict:
-        from atmostonce.check.conformance import replay_schedules
+        from atmostonce.check.lockstep.conformance import replay_schedules
         from atmostonce.model.check import DEFAULT
 
         for config in (DEFAULT, DEFAULT.with_(fence=True)):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from atmostonce.check import history as h
+from atmostonce.check.history import entries as h
 from atmostonce.report.plots import Band, Bar
 
 

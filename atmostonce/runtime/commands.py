@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from atmostonce import arguments
-from atmostonce.check.loading import DEFAULT_EXECUTOR, load_factory
+from atmostonce.check.executors.loading import DEFAULT_EXECUTOR, load_factory
 from atmostonce.runtime.options import (
     add_config_arguments,
     add_tool_arguments,

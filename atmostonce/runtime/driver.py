@@ -7,7 +7,7 @@ group commit, and every command with an outside effect (`GoAhead`, `Cancel`, `Pu
 `DropWorker`, and the answers to client requests) waits until every entry persisted before it
 is durable (D-5, TC-REC-1); `StartTimer`/`StopTimer` are loop timers.
 
-The executor runs inside `atmostonce.check.guard`: one that raises, or answers outside the
+The executor runs inside `atmostonce.check.executors.guard`: one that raises, or answers outside the
 protocol's types, may have changed half its state, so the server answers the request that led
 there with an error saying the executor failed, logs the failure (and its traceback), shows
 nothing the failed event led to, and stops with status 1; a restart recovers from what was
@@ -22,7 +22,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-from atmostonce.check.guard import ProtocolBreach
+from atmostonce.check.executors.guard import ProtocolBreach
 from atmostonce.runtime import codec
 from atmostonce.runtime.durability import GroupCommit
 from atmostonce.runtime.timers import LoopTimers

@@ -43,7 +43,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from atmostonce.check.services import Service
+from atmostonce.check.history.services import Service
 from atmostonce.runtime import codec
 from atmostonce.runtime.ledger_store import LedgerStore
 from atmostonce.runtime.tokens import check_token, ensure_token, matches

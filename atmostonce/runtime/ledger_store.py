@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from atmostonce.check.services import Service
+from atmostonce.check.history.services import Service
 from atmostonce.runtime import sqlite_file
 from atmostonce.spec.errors import SpecError
 

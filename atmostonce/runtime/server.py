@@ -18,8 +18,8 @@ import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from atmostonce.check import guard
-from atmostonce.check.guard import ProtocolBreach
+from atmostonce.check.executors import guard
+from atmostonce.check.executors.guard import ProtocolBreach
 from atmostonce.executor import reference
 from atmostonce.runtime.driver import ExecutorFailed, refused_input
 from atmostonce.runtime.durability import GroupCommit

@@ -70,7 +70,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from atmostonce.check.guard import ProtocolBreach
+from atmostonce.check.executors.guard import ProtocolBreach
 from atmostonce.executor.keys import call_key
 from atmostonce.runtime import codec
 from atmostonce.runtime.driver import (

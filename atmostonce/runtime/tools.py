@@ -33,7 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from atmostonce.check.services import Service
+from atmostonce.check.history.services import Service
 from atmostonce.spec.errors import SpecError
 from atmostonce.spec.policy import EffectClass, ToolPolicy
 

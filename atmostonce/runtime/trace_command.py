@@ -11,8 +11,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from atmostonce.check.loading import DEFAULT_EXECUTOR, load_factory
-from atmostonce.check.trace_replay import load, replay_core
+from atmostonce.check.executors.loading import DEFAULT_EXECUTOR, load_factory
+from atmostonce.check.lockstep.trace_replay import load, replay_core
 from atmostonce.runtime.trace_replay import replay_runtime
 from atmostonce.spec.errors import SpecError
 

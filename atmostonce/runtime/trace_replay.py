@@ -30,9 +30,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from atmostonce.check.conformance import reported_counts, status_of_state
-from atmostonce.check.lockstep_views import history_problem
-from atmostonce.check.trace_replay import (
+from atmostonce.check.lockstep.conformance import reported_counts, status_of_state
+from atmostonce.check.lockstep.trace_replay import (
     AGREE,
     DIVERGED,
     NOT_REACHED,
@@ -43,6 +42,7 @@ from atmostonce.check.trace_replay import (
     StepOutcome,
     plan,
 )
+from atmostonce.check.lockstep.views import history_problem
 from atmostonce.model import layout as m
 from atmostonce.model.config import ToolSpec
 from atmostonce.model.layout import State

@@ -6,8 +6,8 @@ seed's fault schedule; `engine` runs a scenario: its simulation holds the clock,
 queue and the history, and drives passive parts that see it only through `loop` (`server`
 hosts the executor, `network` carries messages, `workers` run tools, `agents` are the model,
 the people and the reconcile job, `ledger` the services tools write to); the history is
-checked online by `atmostonce.check.checkers`. `run` runs one seed, `campaign` many, `shrink`
-minimises a failing fault schedule, `report` and `commands` are the `simulate` and `replay`
+checked online by `atmostonce.check.history.checkers`. `run` runs one seed, `campaign` many,
+`shrink` minimises a failing fault schedule, `report` and `commands` are the `simulate` and `replay`
 commands.
 
 A scenario file is the user's own agent: `scenario` reads and checks it (with `tables`,

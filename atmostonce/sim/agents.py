@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from atmostonce.check import history as h
-from atmostonce.check.policies import PolicyBook
+from atmostonce.check.history import entries as h
+from atmostonce.check.history.policies import PolicyBook
 from atmostonce.sim.ledger import Ledger
 from atmostonce.sim.loop import Handler, Loop
 from atmostonce.sim.server import ExecutorHost

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from atmostonce.check.loading import DEFAULT_EXECUTOR
+from atmostonce.check.executors.loading import DEFAULT_EXECUTOR
 from atmostonce.progress import Meter
 from atmostonce.sim.faults import profile as find_profile
 from atmostonce.sim.run import RunResult, run_seed

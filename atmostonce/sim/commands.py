@@ -14,7 +14,7 @@ import json
 from typing import Any
 
 from atmostonce import arguments, progress
-from atmostonce.check.loading import DEFAULT_EXECUTOR, load_factory
+from atmostonce.check.executors.loading import DEFAULT_EXECUTOR, load_factory
 from atmostonce.sim import scenario_commands
 from atmostonce.sim.campaign import campaign, shown_on
 from atmostonce.sim.engine import scenario

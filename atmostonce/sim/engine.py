@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from heapq import heappop, heappush
 from typing import Any
 
-from atmostonce.check import guard
-from atmostonce.check import history as h
-from atmostonce.check.checkers import History
-from atmostonce.check.policies import PolicyBook
+from atmostonce.check.executors import guard
+from atmostonce.check.history import entries as h
+from atmostonce.check.history.checkers import History
+from atmostonce.check.history.policies import PolicyBook
 from atmostonce.sim.agents import SETTLE, Agents
 from atmostonce.sim.faults import Fault, FaultKind, Profile, schedule
 from atmostonce.sim.ledger import Ledger

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from atmostonce.check.services import Service
+from atmostonce.check.history.services import Service
 
 # Read on every run, as module names: reading a member from its class takes a slow attribute
 # lookup each time in CPython 3.11.

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from atmostonce.check import history as h
+from atmostonce.check.history import entries as h
 
 Handler = Callable[[Any, Any], None]
 """What an event runs, called with the event's two arguments."""

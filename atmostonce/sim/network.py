@@ -12,7 +12,7 @@ from collections.abc import Callable
 from heapq import heappush
 from typing import Any, Protocol
 
-from atmostonce.check import history as h
+from atmostonce.check.history import entries as h
 from atmostonce.sim.loop import Loop
 from atmostonce.spec import protocol as p
 

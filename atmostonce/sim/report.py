@@ -4,7 +4,7 @@ it; and the same as JSON."""
 
 from __future__ import annotations
 
-from atmostonce.check.history import describe
+from atmostonce.check.history.entries import describe
 from atmostonce.sim.campaign import CampaignResult
 from atmostonce.sim.run import RunResult
 from atmostonce.sim.stats import EFFECTS, RECORDS, Totals

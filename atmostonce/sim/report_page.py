@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from atmostonce.check.call_edges import NOT_FROM_HISTORY
+from atmostonce.check.history.call_edges import NOT_FROM_HISTORY
 from atmostonce.report.counts import layer_counts
 from atmostonce.report.page import Chart, Check, Section
 from atmostonce.sim.campaign import CampaignResult
@@ -14,7 +14,7 @@ from atmostonce.sim.run import RunResult, run_seed
 from atmostonce.spec.protocol import ExecutorFactory
 
 UNCOUNTED = ("Attempt", "Worker", "Run", "KeyedLedger", "PlainLedger")
-"""The machines a history is not mapped onto (`atmostonce.check.call_edges`)."""
+"""The machines a history is not mapped onto (`atmostonce.check.history.call_edges`)."""
 HISTORY_MEANING = (
     "how many calls of the histories took the edge (a retry once per attempt after the "
     "first), read off the calls the checker judged"

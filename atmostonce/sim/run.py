@@ -11,9 +11,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Protocol
 
-from atmostonce.check.checkers import History
-from atmostonce.check.history import Violation
-from atmostonce.check.loading import DEFAULT_EXECUTOR
+from atmostonce.check.executors.loading import DEFAULT_EXECUTOR
+from atmostonce.check.history.checkers import History
+from atmostonce.check.history.entries import Violation
 from atmostonce.sim.engine import Scenario, Simulation, scenario
 from atmostonce.sim.faults import profile as find_profile
 from atmostonce.sim.stats import RunStats, run_stats

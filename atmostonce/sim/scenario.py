@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from atmostonce.arguments import read_text
-from atmostonce.check.services import Service
+from atmostonce.check.history.services import Service
 from atmostonce.sim import mcp, overrides
 from atmostonce.sim.distributions import Distribution, Exponential, LogNormal, Uniform
 from atmostonce.sim.tables import Table

@@ -8,7 +8,7 @@ import argparse
 import json
 
 from atmostonce import progress
-from atmostonce.check.loading import load_factory
+from atmostonce.check.executors.loading import load_factory
 from atmostonce.sim import overrides
 from atmostonce.sim.campaign import shown_on
 from atmostonce.sim.report import replay_json, replay_text

@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from atmostonce.check.loading import DEFAULT_EXECUTOR
+from atmostonce.check.executors.loading import DEFAULT_EXECUTOR
 from atmostonce.sim.agents import SETTLE
 from atmostonce.sim.campaign import CampaignResult
 from atmostonce.sim.engine import Simulation

@@ -15,8 +15,8 @@ from collections.abc import Callable, Mapping
 from heapq import heappush
 from typing import Any, Protocol
 
-from atmostonce.check import guard
-from atmostonce.check import history as h
+from atmostonce.check.executors import guard
+from atmostonce.check.history import entries as h
 from atmostonce.sim.loop import Loop
 from atmostonce.sim.network import Conn, Network
 from atmostonce.spec import protocol as p

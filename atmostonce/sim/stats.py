@@ -8,9 +8,9 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from atmostonce.check.call_edges import NO_EDGES, CallEdges, EdgeKey
-from atmostonce.check.checker_state import DoubleRun
-from atmostonce.check.checkers import CallSummary
+from atmostonce.check.history.call_edges import NO_EDGES, CallEdges, EdgeKey
+from atmostonce.check.history.checkers import CallSummary
+from atmostonce.check.history.state import DoubleRun
 from atmostonce.spec.policy import EffectClass
 from atmostonce.spec.records import Record
 
@@ -57,7 +57,7 @@ class RunStats:
     events: int
     sim_seconds: float
     taken: CallEdges = NO_EDGES
-    """The call machines' edges the run took (`atmostonce.check.call_edges`)."""
+    """The call machines' edges the run took (`atmostonce.check.history.call_edges`)."""
 
 
 def run_stats(summaries: Iterable[CallSummary], double_runs: Iterable[DoubleRun],

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from atmostonce.check.checker_state import DoubleRun
-from atmostonce.check.checkers import CallSummary
+from atmostonce.check.history.checkers import CallSummary
+from atmostonce.check.history.state import DoubleRun
 from atmostonce.sim.stats import RECORDS, percentiles, wilson
 from atmostonce.spec.session import ToolCallStatus
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
-from atmostonce.check import history as h
+from atmostonce.check.history import entries as h
 from atmostonce.sim.faults import Fault, FaultKind
 from atmostonce.sim.ledger import Ledger
 from atmostonce.sim.loop import Loop

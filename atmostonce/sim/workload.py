@@ -14,7 +14,7 @@ import random
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from atmostonce.check.services import Service
+from atmostonce.check.history.services import Service
 from atmostonce.spec.policy import EffectClass, ToolHints, ToolPolicy
 from atmostonce.spec.protocol import ExecutorConfig
 

@@ -4,7 +4,7 @@ findings the model checker established.
 
 Code and tests name the ids they implement or pin (`grep -rn "TC-"` finds them); the matrix
 of which code and which tests cover each clause is computed from them by
-`atmostonce.check.coverage`.
+`atmostonce.check.clauses.coverage`.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ import pytest
 from atmostonce.chaos.build import build_history, run_end
 from atmostonce.chaos.nemesis import FaultLog
 from atmostonce.chaos.observations import AnswerSeen, EventSeen, Observations, SnapshotSeen
-from atmostonce.check import history as h
+from atmostonce.check.history import entries as h
 from atmostonce.engines.adapter import RunEndSeen, ServerLog
 from atmostonce.runtime.ledger_client import Run
 from atmostonce.spec.protocol import ExecutorConfig

@@ -14,7 +14,7 @@ from typing import Any, cast
 from atmostonce.engines.reference.adapter import executor_failure
 from atmostonce.runtime.processes import Managed
 from tests.chaos.conftest import ROOT, chaos
-from tests.check.broken_executors import path
+from tests.check.executors.broken_executors import path
 from tests.load import patience
 from tests.runtime.conftest import gone
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from atmostonce.check.loading import DEFAULT_EXECUTOR
+from atmostonce.check.executors.loading import DEFAULT_EXECUTOR
 from atmostonce.engines.adapter import CutMode, EngineSetup
 from atmostonce.engines.reference.adapter import ReferenceEngine
 from atmostonce.runtime.ledger_client import LedgerClient, Run

@@ -28,8 +28,8 @@ from atmostonce.chaos.judge import Judged, judge
 from atmostonce.chaos.nemesis import FaultLog
 from atmostonce.chaos.observations import AskSeen, EventSeen, Observations, now
 from atmostonce.chaos.reconcile import ReconcileJob
-from atmostonce.check import history as h
-from atmostonce.check.loading import DEFAULT_EXECUTOR
+from atmostonce.check.executors.loading import DEFAULT_EXECUTOR
+from atmostonce.check.history import entries as h
 from atmostonce.engines.adapter import EngineSetup, ServerLog, limits_of
 from atmostonce.engines.temporal import mapping
 from atmostonce.engines.temporal.adapter import TemporalEngine

@@ -17,7 +17,7 @@ import pytest
 
 pytest.importorskip("temporalio")
 
-from atmostonce.check import history as h
+from atmostonce.check.history import entries as h
 from atmostonce.engines.adapter import CutMode, ServerLog
 from atmostonce.engines.temporal import NO_LEASE, mapping
 from atmostonce.engines.temporal.server_log import UNKNOWN_WORKER

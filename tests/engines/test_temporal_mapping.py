@@ -9,8 +9,8 @@ import pytest
 
 pytest.importorskip("temporalio")
 
-from atmostonce.check import history as h
-from atmostonce.check.checkers import History
+from atmostonce.check.history import entries as h
+from atmostonce.check.history.checkers import History
 from atmostonce.engines.adapter import Limits, limits_of
 from atmostonce.engines.temporal import RETRY_WRITES, mapping
 from atmostonce.engines.temporal.adapter import NOT_CHECKABLE

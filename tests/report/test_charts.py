@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from atmostonce.check.conformance import replay_schedules
+from atmostonce.check.lockstep.conformance import replay_schedules
 from atmostonce.cli import main
 from atmostonce.executor import mutants as executor_mutants
 from atmostonce.model.check import DEFAULT, run

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from atmostonce.check.call_edges import call_edges
-from atmostonce.check.checker_state import Call
-from atmostonce.check.loading import DEFAULT_EXECUTOR, load_factory
-from atmostonce.check.schedule_counts import schedule_edge_counts
+from atmostonce.check.executors.loading import DEFAULT_EXECUTOR, load_factory
+from atmostonce.check.history.call_edges import call_edges
+from atmostonce.check.history.state import Call
+from atmostonce.check.lockstep.schedule_counts import schedule_edge_counts
 from atmostonce.model.check import DEFAULT, protocol_for
 from atmostonce.model.config import ModelConfig
 from atmostonce.model.edge_counts import count_edges
@@ -64,7 +64,7 @@ def test_conformance_counts_are_the_transitions_out_of_states_within_the_depth()
     explorer.run()
     counts = schedule_edge_counts(DEFAULT, depth)
     assert {(m, s, t) for m, s, t, _ in counts} == system.fired_edges()
-    from atmostonce.check.conformance import schedules
+    from atmostonce.check.lockstep.conformance import schedules
 
     last_asks = sum(1 for labels in schedules(DEFAULT, depth, edges=True)
                     if labels[-1][0] == "ask")

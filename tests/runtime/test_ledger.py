@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from atmostonce.check.services import Service
+from atmostonce.check.history.services import Service
 from atmostonce.runtime.ledger import services_with
 from atmostonce.runtime.ledger_store import LedgerStore
 from atmostonce.spec.errors import SpecError

@@ -14,7 +14,7 @@ import pytest
 
 from atmostonce.runtime.tools import Behaviour, WriteResult, run_tool
 from atmostonce.spec.errors import SpecError
-from tests.check.test_trace_replay import double_run_trace, replayed
+from tests.check.lockstep.test_trace_replay import double_run_trace, replayed
 
 pytestmark = pytest.mark.slow
 

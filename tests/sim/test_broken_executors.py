@@ -8,14 +8,14 @@ from collections.abc import Sequence
 
 import pytest
 
-from atmostonce.check.loading import load_factory
+from atmostonce.check.executors.loading import load_factory
 from atmostonce.executor import reference
 from atmostonce.sim.campaign import campaign
 from atmostonce.sim.run import run_seed
 from atmostonce.sim.shrink import ERROR, shrink
 from atmostonce.spec.protocol import JSON, Command, Event, Executor, ExecutorConfig
 from atmostonce.spec.session import AgentSnapshot
-from tests.check.broken_executors import BROKEN, path
+from tests.check.executors.broken_executors import BROKEN, path
 
 PATH = "tests.sim.test_broken_executors:fails_after_restart"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import gc
 import random
 
-from atmostonce.check.history import describe
+from atmostonce.check.history.entries import describe
 from atmostonce.executor import reference
 from atmostonce.sim.engine import scenario
 from atmostonce.sim.faults import PROFILES, profile, schedule, swarm

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from atmostonce.check import history as h
-from atmostonce.check.services import Service
+from atmostonce.check.history import entries as h
+from atmostonce.check.history.services import Service
 from atmostonce.executor import reference
 from atmostonce.sim.run import run_seed
 from atmostonce.sim.workload import CATALOGUE

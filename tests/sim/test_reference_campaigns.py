@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from atmostonce.check.loading import DEFAULT_EXECUTOR
+from atmostonce.check.executors.loading import DEFAULT_EXECUTOR
 from atmostonce.executor import reference
 from atmostonce.sim.campaign import campaign
 from atmostonce.sim.faults import PROFILES

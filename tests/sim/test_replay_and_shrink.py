@@ -3,7 +3,7 @@ to a 1-minimal one that still breaks the same property under the same workload."
 
 from __future__ import annotations
 
-from atmostonce.check.history import describe
+from atmostonce.check.history.entries import describe
 from atmostonce.executor.mutants import EXECUTOR_MUTANTS
 from atmostonce.sim.run import RunResult, run_seed
 from atmostonce.sim.shrink import ddmin, shrink

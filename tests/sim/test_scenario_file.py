@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from atmostonce.check.services import Service
+from atmostonce.check.history.services import Service
 from atmostonce.executor import reference
 from atmostonce.sim import mcp, overrides
 from atmostonce.sim.distributions import Exponential, Fixed, LogNormal, Uniform

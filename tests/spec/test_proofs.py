@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from atmostonce.check import proofs
+from atmostonce.check.clauses import proofs
 
 
 @pytest.mark.slow

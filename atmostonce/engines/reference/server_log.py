@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from atmostonce.check import history as h
+from atmostonce.check.history import entries as h
 from atmostonce.engines.adapter import RunEndSeen, ServerLog
 from atmostonce.spec.approval import REPLY_TEXT, ApprovalReply
 from atmostonce.spec.protocol import JSON, TimerKind

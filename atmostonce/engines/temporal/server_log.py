@@ -46,7 +46,7 @@ from temporalio.api.failure.v1 import Failure
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.api.workflow.v1 import PendingActivityInfo
 
-from atmostonce.check import history as h
+from atmostonce.check.history import entries as h
 from atmostonce.engines.adapter import RunEndSeen, ServerLog
 from atmostonce.engines.temporal import mapping
 from atmostonce.engines.temporal.workflows import deadline_summary

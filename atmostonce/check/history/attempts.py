@@ -1,0 +1,238 @@
+"""The history checker's judges of attempts, as the executor queued and handed them out: the
+timers (an attempt queued, a call waiting for approval, a deadline or a run timeout fired),
+each hand-out against its call, its approval, its record and the fence (D-5, D-6), and how the
+call's current attempt stopped counting: cancelled or timed out, its worker lost, or a server
+restart (D-8). Properties: A-ONE-ATTEMPT, A-ONE-WORKER, A-RETRY-CLASSES, A-SAME-KEY, A-FENCE,
+and A-APPROVAL, A-ONE-RECORD, A-DID-NOT-RUN-TRUE, A-POLICY-SNAPSHOT as a hand-out shows them, and
+A-CANCEL-ON-TIMEOUT."""
+
+from __future__ import annotations
+
+from atmostonce.check.history import entries as h
+from atmostonce.check.history.state import (
+    APPROVAL_DEADLINE,
+    APPROVED,
+    GAVE_UP,
+    LOST,
+    OUTCOME_UNKNOWN,
+    QUEUE_TIMEOUT,
+    READ,
+    REJECTED,
+    RESTART,
+    WAITING,
+    Attempt,
+    Call,
+    CheckerState,
+    policy_text,
+    with_article,
+)
+from atmostonce.spec.approval import ApprovalEvent, answer
+from atmostonce.spec.protocol import TimerKind
+from atmostonce.spec.session import ToolCallStatus
+
+
+class AttemptChecks(CheckerState):
+    """Judges of `TimerStarted`, `TimerFired`, `HandedOut`, `Cancelled`, `StartDelivered`,
+    `ResultDelivered`, `WorkerDeclaredLost` and `ServerRestarted`."""
+
+    def _timer_started(self, e: h.TimerStarted, pos: int) -> None:
+        c = self._calls.get(e.key)
+        if c is None:
+            return
+        kind = e.kind
+        if kind is APPROVAL_DEADLINE:
+            if not c.policy.requires_approval:
+                self._bad("A-POLICY-SNAPSHOT", c,
+                          "the call waits for approval, but the policy in force when it was "
+                          f"asked ({policy_text(c.policy)}) needs none", c.pos, pos)
+        elif kind is QUEUE_TIMEOUT:
+            self._queue_timers = True
+            if e.subject not in c.attempts:
+                self._new_attempt(c, e.subject, pos)
+
+    def _new_attempt(self, c: Call, attempt_id: str, pos: int) -> Attempt:
+        """An attempt the call did not have before: one is all a single-attempt call gets."""
+        attempt = Attempt(c, attempt_id)
+        c.attempts[attempt_id] = attempt
+        self._attempts[attempt_id] = attempt
+        if c.record is OUTCOME_UNKNOWN:
+            self._bad("A-NO-ATTEMPT-AFTER-UNKNOWN", c,
+                      f"attempt {attempt_id} came after the call recorded outcome_unknown",
+                      c.record_pos, pos)
+        count = len(c.attempts)
+        if c.single and count > 1:
+            effect = c.policy.effect.value
+            self._bad("A-ONE-ATTEMPT", c, f"{with_article(effect)} call got {count} attempts",
+                      c.pos, pos)
+            self._bad("A-RETRY-CLASSES", c, f"{with_article(effect)} call was attempted again",
+                      c.pos, pos)
+            self._followed_later(c, lambda p: p.retries_allowed, "it got another attempt", pos)
+        return attempt
+
+    def _timer_fired(self, e: h.TimerFired, pos: int) -> None:
+        if e.kind is TimerKind.APPROVAL_DEADLINE:
+            c = self._calls.get(e.key)
+            if c is not None:
+                new, _ = answer(c.approval, ApprovalEvent.DEADLINE)
+                if new is not c.approval:
+                    c.approval = new
+                    c.approval_pos = pos
+        elif e.kind is TimerKind.RUN_TIMEOUT:
+            attempt = self._attempts.get(e.subject)
+            if attempt is not None:
+                c = attempt.call
+                if (attempt is c.current and attempt.cause is None and c.record is None
+                        and attempt.worker is not None and attempt.epoch == self._epoch):
+                    self._cancels_due[attempt.id] = (attempt, pos)
+                self._attempt_ends(attempt, GAVE_UP, pos)
+
+    @staticmethod
+    def _attempt_ends(attempt: Attempt, cause: str, pos: int) -> None:
+        """The executor stopped counting on the call's current attempt, for `cause`."""
+        c = attempt.call
+        if attempt is c.current and attempt.cause is None and c.record is None:
+            attempt.cause = cause
+            attempt.cause_pos = pos
+
+    def _handed_out(self, e: h.HandedOut, pos: int) -> None:
+        c = self._calls.get(e.call)
+        if c is None:
+            c = self._calls.get(e.key)
+            if c is None:
+                self._bad("A-SAME-KEY", e.key,
+                          f"attempt {e.attempt} was handed out with a key no call has", pos)
+                return
+        if e.key != c.key:
+            self._bad("A-SAME-KEY", c, f"attempt {e.attempt} passes the key {e.key!r}",
+                      c.pos, pos)
+        if not e.persisted_first:
+            self._bad("A-DID-NOT-RUN-TRUE", c,
+                      f"attempt {e.attempt} was told to {e.worker} before its hand-out was "
+                      "persisted (D-5)", pos)
+        if self.config.fence and c.single:
+            self._fence(c, e.attempt, pos)
+        attempt = c.attempts.get(e.attempt)
+        if attempt is not None and attempt.worker is not None:
+            earlier = attempt.worker
+            again = "again" if earlier == e.worker else f"after {earlier}"
+            self._bad("A-ONE-WORKER", c, f"attempt {e.attempt} was handed to {e.worker} {again}",
+                      attempt.pos, pos)
+        record = c.record
+        if record is not None and record is not OUTCOME_UNKNOWN:
+            pid = "A-APPROVAL" if record is REJECTED else "A-ONE-RECORD"
+            self._bad(pid, c, f"attempt {e.attempt} was handed out after the record "
+                      f"{record.value}", c.record_pos, pos)
+        if c.result_ok is not None:
+            self._bad("A-RETRY-CLASSES", c,
+                      f"attempt {e.attempt} was handed out after the tool "
+                      f"{'returned' if c.result_ok else 'reported a failure'} (D-3)",
+                      c.result_pos, pos)
+        if c.policy.requires_approval and c.approval is not APPROVED:
+            self._bad("A-APPROVAL", c,
+                      f"attempt {e.attempt} was handed out while the call's approval was "
+                      f"{c.approval.value}", c.pos, c.approval_pos, pos)
+            if c.approval is WAITING:
+                self._bad("A-POLICY-SNAPSHOT", c,
+                          "the call did not wait for approval, but the policy in force when "
+                          f"it was asked ({policy_text(c.policy)}) needs it", c.pos, pos)
+        if c.policy.effect is READ and c.lost_before:
+            self.witnessed.add("S-READ-RETRY-AFTER-LOSS")
+        if attempt is None:
+            attempt = self._new_attempt(c, e.attempt, pos)
+        attempt.worker = e.worker
+        attempt.pos = pos
+        attempt.epoch = self._epoch
+        c.handed += 1
+        if c.first_hand < 0:
+            c.first_hand = pos
+        c.current = attempt
+        c.result_ok = None
+        c.result_pos = -1
+        held = self._worker_attempts.get(e.worker)
+        if held is None:
+            self._worker_attempts[e.worker] = [attempt]
+        else:
+            held.append(attempt)
+
+    def _cancelled(self, e: h.Cancelled, pos: int) -> None:
+        attempt = self._attempts.get(e.attempt)
+        if attempt is not None:
+            due = self._cancels_due.pop(attempt.id, None)
+            if due is not None and e.worker != attempt.worker:
+                self._bad("A-CANCEL-ON-TIMEOUT", attempt.call,
+                          f"attempt {attempt.id} timed out at {attempt.worker}, but the "
+                          f"cancel went to {e.worker}", due[1], pos)
+            self._attempt_ends(attempt, GAVE_UP, pos)
+
+    def _cancels_never_sent(self) -> None:
+        """A-CANCEL-ON-TIMEOUT at quiescence: every attempt that timed out while out at a
+        worker was cancelled there (TC-AMO-3)."""
+        for attempt, pos in self._cancels_due.values():
+            self._bad("A-CANCEL-ON-TIMEOUT", attempt.call,
+                      f"attempt {attempt.id} timed out while out at {attempt.worker}, and that "
+                      "worker was never sent a cancel", attempt.pos, pos)
+        self._cancels_due.clear()
+
+    def _start_delivered(self, e: h.StartDelivered, pos: int) -> None:
+        attempt = self._attempts.get(e.attempt)
+        if attempt is not None:
+            attempt.started = True
+
+    def _result_delivered(self, e: h.ResultDelivered, pos: int) -> None:
+        """The tool's answer reached the executor while its attempt was still the current one,
+        so it decides the call (D-3, TC-REC-SUCC)."""
+        attempt = self._attempts.get(e.attempt)
+        if attempt is None:
+            return
+        c = attempt.call
+        if (attempt is not c.current or c.record is not None or attempt.cause is not None
+                or attempt.worker != e.worker or attempt.epoch != self._epoch):
+            return
+        c.result_ok = e.ok
+        c.result_pos = pos
+
+    def _worker_lost(self, e: h.WorkerDeclaredLost, pos: int) -> None:
+        for attempt in self._worker_attempts.pop(e.worker, ()):
+            c = attempt.call
+            if attempt is not c.current or c.record is not None:
+                continue
+            c.lost_before = True
+            self._attempt_ends(attempt, LOST, pos)
+            if not attempt.started and any(r.attempt is attempt for r in c.runs):
+                self.witnessed.add("S-LOST-BEFORE-HEARTBEAT")
+
+    def _server_restarted(self, e: h.ServerRestarted, pos: int) -> None:
+        """D-8: every attempt out at a worker is lost to the restart; its run may go on. On an
+        engine whose attempts survive a restart they go on into the new life instead."""
+        self._epoch += 1
+        self._cancels_due.clear()  # a restart may cut the batch that held the cancel
+        if self.attempts_survive_restart:
+            for attempts in self._worker_attempts.values():
+                for attempt in attempts:
+                    attempt.epoch = self._epoch
+            return
+        for attempts in self._worker_attempts.values():
+            for attempt in attempts:
+                c = attempt.call
+                if attempt is c.current and c.record is None:
+                    c.lost_before = True
+                    self._attempt_ends(attempt, RESTART, pos)
+        self._worker_attempts.clear()
+
+    def _fence(self, c: Call, attempt: str, pos: int) -> None:
+        """A-FENCE: with the fence on, an attempt of a single-attempt tool is handed out only
+        when no run of the tool that the engine gave up on still goes (D-6). An attempt handed
+        out earlier may overlap a run abandoned later: those are two calls running side by
+        side, which the fence does not hold back."""
+        for other in self._live_single.get(c.tool, ()):
+            if other.orphan and other.call is not c:
+                self._bad("A-FENCE", c,
+                          f"with the fence on, attempt {attempt} was handed out while the "
+                          f"abandoned run of {other.call.key} (recorded "
+                          f"{_name(other.call.record)}) still went",
+                          other.pos, other.call.record_pos, pos)
+                return
+
+
+def _name(status: ToolCallStatus | None) -> str:
+    return status.value if status is not None else "nothing"

@@ -1,0 +1,303 @@
+"""The history checker's judges of records: each call's record as the session API shows it, in
+`tool_call_finished` events and in snapshots, judged when first seen against what happened to
+the call (its hand-outs, its runs in the ledger, its approval, how its attempt ended), and the
+reconcile job's reports naming it. Properties: A-ONE-RECORD, A-SAME-KEY (the snapshot's key),
+A-DID-NOT-RUN-TRUE, A-SUCCEEDED-RETURNED, A-UNKNOWN-REACHED, A-EXHAUSTED-RECORD, A-APPROVAL and
+A-POLICY-SNAPSHOT (a rejected record), A-RECORD-MEANING (a failed record), A-DOUBLE-RUN-SHAPE
+(runs left going at the record), A-TOOL-RESULT (the tool results a snapshot's history holds)
+and E-RECONCILE-ONCE (a second report)."""
+
+from __future__ import annotations
+
+from atmostonce.check.history import entries as h
+from atmostonce.check.history.state import (
+    AWAITING_APPROVAL,
+    FAILED,
+    GAVE_UP,
+    LOST,
+    OUTCOME_UNKNOWN,
+    READ,
+    REJECTED,
+    RESTART,
+    RUNNING,
+    SUCCEEDED,
+    Call,
+    CheckerState,
+    policy_text,
+    with_article,
+)
+from atmostonce.spec.approval import ApprovalState
+from atmostonce.spec.policy import EffectivePolicy
+from atmostonce.spec.reconcile import reported_keys
+from atmostonce.spec.records import DID_NOT_RUN_PREFIX, FailureKind, Outcome, Record, failure_text
+from atmostonce.spec.session import Message, MessageRole, ToolCallStatus, tool_result_text
+
+
+class RecordChecks(CheckerState):
+    """Judges of `SnapshotSeen`, `RecordPublished` and `UserMessageSent`."""
+
+    def _snapshot_seen(self, e: h.SnapshotSeen, pos: int) -> None:
+        c = self._calls.get(e.key)
+        if c is None:
+            self._bad("A-ONE-RECORD", e.key, "the snapshot lists a call nobody asked", pos)
+            return
+        if e.idempotency_key and e.idempotency_key != c.key:
+            self._bad("A-SAME-KEY", c,
+                      f"the snapshot shows the key {e.idempotency_key!r} for this call",
+                      c.pos, pos)
+        status = e.status
+        if e.results is not None:
+            self._tool_results(c, status, e.error, e.results, pos)
+        if status is RUNNING or status is AWAITING_APPROVAL:
+            if c.snap is not None:
+                self._bad("A-ONE-RECORD", c,
+                          f"the snapshot showed {c.snap.value}, then {status.value}",
+                          c.snap_pos, pos)
+            if c.record is not None:
+                self._bad("A-ONE-RECORD", c,
+                          f"the snapshot shows {status.value} after the record "
+                          f"{c.record.value}", c.record_pos, pos)
+            if status is AWAITING_APPROVAL and not c.policy.requires_approval:
+                self._bad("A-POLICY-SNAPSHOT", c,
+                          "the snapshot shows it awaiting approval, but the policy in force "
+                          f"when it was asked ({policy_text(c.policy)}) needs none",
+                          c.pos, pos)
+            return
+        if c.snap is not None and status is not c.snap:
+            self._bad("A-ONE-RECORD", c,
+                      f"the snapshot showed {c.snap.value}, then {status.value}",
+                      c.snap_pos, pos)
+            return
+        if c.published is not None and status is not c.published:
+            self._bad("A-ONE-RECORD", c,
+                      f"the snapshot shows {status.value}, the event said {c.published.value}",
+                      c.published_pos, pos)
+            return
+        c.snap = status
+        c.snap_pos = pos
+        if c.record is None:
+            self._recorded(c, status, e.error, pos, e.at)
+        if e.unreached:
+            self._history_unreached(c, pos)
+
+    def _tool_results(self, c: Call, status: ToolCallStatus, error: str,
+                      results: tuple[str, ...], pos: int) -> None:
+        """A-TOOL-RESULT: the session history holds no tool result for a call without a record
+        and exactly one for a recorded call, the text its record and error make; a succeeded
+        call's is judged against its runs' outputs at quiescence (`finished_results`)."""
+        if not status.final:
+            if results:
+                self._bad("A-TOOL-RESULT", c, f"the snapshot shows it {status.value}, yet the "
+                          f"session history already holds its tool result {results[0]!r}", pos)
+            return
+        if len(results) != 1:
+            self._bad("A-TOOL-RESULT", c, f"the snapshot shows it {status.value}, and the "
+                      f"session history holds {len(results)} tool results for it, not one: "
+                      f"{list(results)!r}", pos)
+            return
+        if status is SUCCEEDED:
+            if c.tool_result is None:
+                c.tool_result = results[0]
+                c.tool_result_pos = pos
+            return
+        expected = tool_result_text(Outcome(Record(status.value), error))
+        if results[0] != expected:
+            self._bad("A-TOOL-RESULT", c, f"the snapshot shows it {status.value}, and its tool "
+                      f"result reads {results[0]!r}, not {expected!r}", pos)
+
+    def finished_results(self) -> None:
+        """A-TOOL-RESULT at quiescence: a succeeded call's tool result is an output one of its
+        runs returned, judged when the ledger gives the output of every run that returned."""
+        for c in self._calls.values():
+            text = c.tool_result
+            if text is None:
+                continue
+            outputs = [run.output for run in c.runs if run.returned]
+            if outputs and None not in outputs and text not in outputs:
+                self._bad("A-TOOL-RESULT", c, f"succeeded with the tool result {text!r}, which "
+                          f"no run of it returned (they returned {outputs!r})",
+                          c.tool_result_pos)
+
+    def _history_unreached(self, c: Call, pos: int) -> None:
+        """A-DID-NOT-RUN-TRUE for the Flow's history (D-30): reconcile reports that a recorded
+        call's tool did not run when its history shows no attempt reached a worker, so that
+        must hold like the did-not-run wording (`runs` judges the runs that come later)."""
+        if c.unreached_pos < 0:
+            c.unreached_pos = pos
+        if c.handed or c.runs:
+            self._bad("A-DID-NOT-RUN-TRUE", c,
+                      "the snapshot's history shows no attempt reached a worker, after "
+                      f"{c.handed} hand-out(s) to a worker and {len(c.runs)} run(s) in the "
+                      "ledger", c.first_hand, c.runs[0].pos if c.runs else -1, pos)
+
+    def _record_published(self, e: h.RecordPublished, pos: int) -> None:
+        c = self._calls.get(e.key)
+        if c is None:
+            self._bad("A-ONE-RECORD", e.key, "a record was published for a call nobody asked",
+                      pos)
+            return
+        status = e.status
+        if status is RUNNING or status is AWAITING_APPROVAL:
+            self._bad("A-ONE-RECORD", c, f"a tool_call_finished event with status "
+                      f"{status.value}, which is no record", pos)
+            return
+        if c.published is not None:
+            if status is not c.published:
+                self._bad("A-ONE-RECORD", c,
+                          f"the record changed from {c.published.value} to {status.value}",
+                          c.published_pos, pos)
+            elif c.published_epoch == self._epoch:
+                self._bad("A-ONE-RECORD", c, f"the record {status.value} was published twice",
+                          c.published_pos, pos)
+            c.published_epoch = self._epoch
+            return
+        c.published = status
+        c.published_pos = pos
+        c.published_epoch = self._epoch
+        if c.snap is not None and status is not c.snap:
+            self._bad("A-ONE-RECORD", c,
+                      f"the event says {status.value}, the snapshot showed {c.snap.value}",
+                      c.snap_pos, pos)
+            return
+        if c.record is None:
+            self._recorded(c, status, e.error, pos, e.at)
+
+    def _recorded(self, c: Call, status: ToolCallStatus, error: str, pos: int,
+                  at: float) -> None:
+        """The call's record, first seen: judge it against what happened to the call."""
+        c.record = status
+        c.record_pos = pos
+        c.record_at = at
+        c.record_error = error
+        if DID_NOT_RUN_PREFIX in error and (c.handed or c.runs):
+            self._bad("A-DID-NOT-RUN-TRUE", c,
+                      f"recorded {status.value} saying the tool did not run, after "
+                      f"{c.handed} hand-out(s) to a worker and {len(c.runs)} run(s) in "
+                      "the ledger", c.first_hand, c.runs[0].pos if c.runs else -1, pos)
+        if status is SUCCEEDED and not c.returned:
+            self._bad("A-SUCCEEDED-RETURNED", c,
+                      "recorded succeeded, but no run of the tool returned a result",
+                      c.pos, pos)
+        elif status is OUTCOME_UNKNOWN and not c.handed:
+            self._bad("A-UNKNOWN-REACHED", c,
+                      "recorded outcome_unknown, though no attempt was handed to a worker",
+                      c.pos, pos)
+        elif status is REJECTED:
+            self._judge_rejected(c, pos)
+        if status in (FAILED, OUTCOME_UNKNOWN) and c.handed:
+            self._judge_exhausted(c, status, pos)
+        if status is FAILED:
+            self._judge_failed_meaning(c, error, pos)
+        if c.single and c.runs:
+            self._judge_orphans(c, status, pos)
+
+    def _judge_rejected(self, c: Call, pos: int) -> None:
+        if c.approval not in (ApprovalState.REJECTED, ApprovalState.EXPIRED):
+            self._bad("A-APPROVAL", c,
+                      f"recorded rejected while its approval was {c.approval.value}: no "
+                      "person rejected it and its deadline did not pass", c.pos,
+                      c.approval_pos, pos)
+        if c.handed:
+            self._bad("A-APPROVAL", c, "recorded rejected after an attempt was handed out",
+                      c.first_hand, pos)
+        if not c.policy.requires_approval:
+            self._bad("A-POLICY-SNAPSHOT", c,
+                      "recorded rejected, but the policy in force when it was asked "
+                      f"({policy_text(c.policy)}) needs no approval", c.pos, pos)
+
+    def _judge_exhausted(self, c: Call, status: ToolCallStatus, pos: int) -> None:
+        """A-EXHAUSTED-RECORD: what a reached call that ended for an infrastructure reason
+        records (TC-REC-EXHAUST-READ, TC-REC-EXHAUST-OTHER, D-4, D-9)."""
+        if c.result_ok is not None:
+            return  # the tool's own answer decided the call (D-3)
+        current = c.current
+        cause = LOST
+        cause_pos = -1
+        if current is not None and current.cause is not None:
+            cause = current.cause
+            cause_pos = current.cause_pos
+        expected = _expected_record(c.policy, cause)
+        if status is not expected:
+            self._bad("A-EXHAUSTED-RECORD", c,
+                      f"{with_article(c.policy.effect.value)} call whose attempt "
+                      f"{_CAUSE_TEXT[cause]} recorded {status.value}, not {expected.value}",
+                      c.pos, cause_pos, pos)
+            self._followed_later(c, lambda p: _expected_record(p, cause) is status,
+                                 f"it recorded {status.value}", pos)
+            return
+        attempts = len(c.attempts)
+        limit = self.config.max_attempts
+        if not c.single and self._queue_timers and attempts < limit:
+            self._bad("A-EXHAUSTED-RECORD", c,
+                      f"{with_article(c.policy.effect.value)} call recorded {status.value} after "
+                      f"{attempts} of its {limit} attempts", c.pos, pos)
+
+    def _judge_failed_meaning(self, c: Call, error: str, pos: int) -> None:
+        """A-RECORD-MEANING for failed: the tool reported a failure, or no attempt reached a
+        worker (TC-REC-FAIL); excepted are a read out of attempts after a reach
+        (TC-REC-EXHAUST-READ) and a cancelled single attempt, whose write may land after the
+        record (D-4, F-7)."""
+        reported = c.result_ok is False
+        if error.startswith(TOOL_ERROR_TEXT) and not reported:
+            self._bad("A-RECORD-MEANING", c,
+                      "recorded failed as the tool's own failure, but no run of the tool "
+                      "reported one", c.pos, pos)
+            return
+        if reported or not (c.handed or c.runs) or c.policy.effect is READ:
+            return
+        current = c.current
+        if c.single and current is not None and current.cause == GAVE_UP:
+            return
+        self._bad("A-RECORD-MEANING", c,
+                  f"recorded failed after {c.handed} hand-out(s) to a worker, though the tool "
+                  "reported no failure and was not cancelled", c.first_hand, pos)
+
+    def _judge_orphans(self, c: Call, status: ToolCallStatus, pos: int) -> None:
+        """A-DOUBLE-RUN-SHAPE: a run still going when its single-attempt call is recorded is
+        one the engine gave up on while it could still run (TC-AMO-3, D-8, D-12)."""
+        for run in c.runs:
+            if not run.live:
+                continue
+            run.orphan = True
+            attempt = run.attempt
+            cause = attempt.cause if attempt is not None else None
+            restart = attempt is not None and attempt.epoch < self._epoch
+            if (status is FAILED and cause == GAVE_UP) or (
+                    status is OUTCOME_UNKNOWN and restart):
+                run.orphan_ok = True
+                continue
+            self._bad("A-DOUBLE-RUN-SHAPE", c,
+                      f"its run at {run.worker} goes on after the call was recorded "
+                      f"{status.value}, though the engine never gave up on it while it could "
+                      "still run", run.pos, pos)
+
+    def _user_message(self, e: h.UserMessageSent, pos: int) -> None:
+        """TC-RCN-ONCE: a report names the call's key; a second one is a violation now."""
+        if not e.ok:
+            return
+        for key in reported_keys((Message(MessageRole.USER, e.text),)):
+            c = self._calls.get(key)
+            if c is None:
+                continue
+            c.reports += 1
+            if c.reports > 1:
+                self._bad("E-RECONCILE-ONCE", c,
+                          f"reconcile reported the call {c.reports} times", c.record_pos, pos)
+
+
+TOOL_ERROR_TEXT = failure_text(FailureKind.TOOL_ERROR)
+
+_CAUSE_TEXT = {
+    GAVE_UP: "was cancelled or timed out",
+    LOST: "was lost with its worker",
+    RESTART: "was lost at a server restart",
+}
+
+
+def _expected_record(policy: EffectivePolicy, cause: str) -> ToolCallStatus:
+    """The record the spec gives a reached call out of attempts (records.decide)."""
+    if policy.effect is READ:
+        return FAILED
+    if not policy.retries_allowed and cause == GAVE_UP:
+        return FAILED
+    return OUTCOME_UNKNOWN

@@ -1,0 +1,217 @@
+"""What the history checker tracks, and the base its judges share.
+
+The checker (`atmostonce.check.history.checkers`) is one class assembled from a judge class per
+concern (`approvals`, `attempts`, `records`, `runs`), each a `CheckerState`:
+this module holds the state they all read and change, built once per history: each call
+(`Call`), each of its attempts (`Attempt`) and each run of its tool in the ledger (`Run`), with
+the policies in force, and the one way to report a violation (`_bad`). It also holds what a
+harness reads off a finished checker about the runs that overlapped (`DoubleRun`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from atmostonce.check.history import entries as h
+from atmostonce.check.history.policies import PolicyBook
+from atmostonce.spec.approval import (
+    ApprovalEvent,
+    ApprovalReply,
+    ApprovalState,
+    initial_approval,
+)
+from atmostonce.spec.policy import EffectClass, EffectivePolicy
+from atmostonce.spec.protocol import ExecutorConfig, TimerKind
+from atmostonce.spec.session import ToolCallStatus
+
+# Enum members the judges test on every entry, as module names (each judge module imports them
+# as its own): reading a member from its class takes a slow attribute lookup each time in
+# CPython 3.11.
+SUCCEEDED = ToolCallStatus.SUCCEEDED
+FAILED = ToolCallStatus.FAILED
+REJECTED = ToolCallStatus.REJECTED
+OUTCOME_UNKNOWN = ToolCallStatus.OUTCOME_UNKNOWN
+RUNNING = ToolCallStatus.RUNNING
+AWAITING_APPROVAL = ToolCallStatus.AWAITING_APPROVAL
+WAITING = ApprovalState.WAITING
+APPROVED = ApprovalState.APPROVED
+APPROVE = ApprovalEvent.APPROVE
+REJECT = ApprovalEvent.REJECT
+ACCEPTED = ApprovalReply.ACCEPTED
+READ = EffectClass.READ
+RUN_RETURNED = h.RunEnd.RETURNED
+APPROVAL_DEADLINE = TimerKind.APPROVAL_DEADLINE
+QUEUE_TIMEOUT = TimerKind.QUEUE_TIMEOUT
+
+# How the current attempt of a call stopped counting, as the executor learnt it.
+GAVE_UP = "gave up"  # cancelled or timed out: the run may go on (TC-AMO-3)
+LOST = "lost"  # its worker was declared lost (TC-REC-LOST)
+RESTART = "restart"  # handed out before a server restart (D-8)
+
+
+@dataclass(frozen=True, slots=True)
+class DoubleRun:
+    """Two runs of one single-attempt tool that overlapped: the run of `first` that the engine
+    gave up on, still going, and the run of `second` that started meanwhile."""
+
+    tool: str
+    first: str
+    second: str
+    documented: bool
+    fence: bool
+    positions: tuple[int, int]
+
+
+class Attempt:
+    """One attempt of a call: queued (no worker yet) or handed out, and how it stopped
+    counting as the call's current attempt."""
+
+    __slots__ = ("call", "cause", "cause_pos", "epoch", "id", "pos", "started", "worker")
+
+    def __init__(self, call: Call, attempt_id: str) -> None:
+        self.call = call
+        self.id = attempt_id
+        self.worker: str | None = None
+        self.pos = -1
+        self.epoch = -1
+        self.cause: str | None = None
+        self.cause_pos = -1
+        self.started = False
+        """Its worker's Started reached the executor."""
+
+
+class Call:
+    __slots__ = (
+        "approval", "approval_pos", "asked_at", "attempts", "current", "deadline", "first_hand",
+        "handed", "key", "lost_before", "policy", "pos", "published", "published_epoch",
+        "published_pos", "record", "record_at", "record_error", "record_pos", "reports",
+        "result_ok", "result_pos", "returned", "runs", "session", "single", "snap", "snap_pos",
+        "tool", "tool_result", "tool_result_pos", "unreached_pos",
+    )
+
+    def __init__(self, key: str, tool: str, session: str, pos: int, at: float,
+                 policy: EffectivePolicy) -> None:
+        self.key = key
+        self.tool = tool
+        self.session = session
+        self.pos = pos
+        self.asked_at = at
+        self.policy = policy
+        self.single = not policy.retries_allowed
+        self.approval = initial_approval(policy.requires_approval)
+        self.approval_pos = -1
+        self.attempts: dict[str, Attempt] = {}
+        self.handed = 0
+        self.first_hand = -1
+        self.current: Attempt | None = None
+        self.lost_before = False
+        self.result_ok: bool | None = None
+        self.result_pos = -1
+        self.returned = False
+        self.runs: list[Run] = []
+        self.record: ToolCallStatus | None = None
+        """The call's record, as first seen in an event or a snapshot."""
+        self.record_pos = -1
+        self.record_at = 0.0
+        self.record_error = ""
+        self.published: ToolCallStatus | None = None
+        self.published_pos = -1
+        self.published_epoch = -1
+        self.snap: ToolCallStatus | None = None
+        self.snap_pos = -1
+        self.reports = 0
+        self.unreached_pos = -1
+        """Where a snapshot of the recorded call showed a history with no reach (D-30)."""
+        self.deadline = 0.0
+        """The approval deadline the call kept from ask time (D-32)."""
+        self.tool_result: str | None = None
+        """The tool result a snapshot first showed for the call once it succeeded: it must be
+        an output one of its runs returned (A-TOOL-RESULT, judged at quiescence)."""
+        self.tool_result_pos = -1
+
+
+class Run:
+    __slots__ = ("attempt", "call", "live", "orphan", "orphan_ok", "output", "pos", "returned",
+                 "worker")
+
+    def __init__(self, call: Call, worker: str, attempt: Attempt | None, pos: int) -> None:
+        self.call = call
+        self.worker = worker
+        self.attempt = attempt
+        self.pos = pos
+        self.live = True
+        self.orphan = False
+        """Still going when its call was recorded."""
+        self.orphan_ok = False
+        """...because the engine gave up on it while it could still run."""
+        self.returned = False
+        self.output: str | None = None
+        """What the run returned, when the ledger says."""
+
+
+class CheckerState:
+    """What the checker knows of a history so far, and how it reports a violation: the base of
+    every judge class, which only reads and changes this state."""
+
+    def __init__(self, config: ExecutorConfig, attempts_survive_restart: bool = False) -> None:
+        self.config = config
+        self.attempts_survive_restart = attempts_survive_restart
+        """The engine keeps attempts across a server restart: a restart ends none (D-8)."""
+        self.violations: list[h.Violation] = []
+        self.fresh: list[h.Violation] = []
+        """The violations found since a caller last emptied this list (`take_fresh` does)."""
+        self.witnessed: set[str] = set()
+        self.double_runs: list[DoubleRun] = []
+        self._seen: set[tuple[str, str, str]] = set()
+        self._policies = PolicyBook()
+        self._calls: dict[str, Call] = {}
+        self._attempts: dict[str, Attempt] = {}
+        self._worker_attempts: dict[str, list[Attempt]] = {}
+        self._runs: dict[int, Run] = {}
+        self._live_single: dict[str, list[Run]] = {}
+        self._epoch = 0
+        self._queue_timers = False
+        self._cancels_due: dict[str, tuple[Attempt, int]] = {}
+        """Attempts whose run timeout fired while out at a worker, by id, with the timer's
+        position, until a `Cancelled` names them (A-CANCEL-ON-TIMEOUT)."""
+
+    def take_fresh(self) -> list[h.Violation]:
+        """The violations found since the last call, which empties `fresh`."""
+        found = self.fresh[:]
+        self.fresh.clear()
+        return found
+
+    # -- reporting -----------------------------------------------------------------------------
+
+    def _bad(self, pid: str, c: Call | str, message: str, *positions: int) -> None:
+        key = c if isinstance(c, str) else c.key
+        mark = (pid, key, message)
+        if mark in self._seen:
+            return
+        self._seen.add(mark)
+        v = h.Violation(pid, key, message, tuple(sorted({p for p in positions if p >= 0})))
+        self.violations.append(v)
+        self.fresh.append(v)
+
+    def _policy_now(self, c: Call) -> EffectivePolicy:
+        return self._policies.now(c.tool, c.session)
+
+    def _followed_later(self, c: Call, fits: Callable[[EffectivePolicy], bool],
+                        what: str, *positions: int) -> None:
+        """TC-SNAP-2: when a wrong behaviour is what a policy set after the ask would give,
+        say so: the call did not keep the policy it was asked under."""
+        later = self._policy_now(c)
+        if later != c.policy and fits(later):
+            self._bad("A-POLICY-SNAPSHOT", c,
+                      f"{what}, as the tool's later policy ({policy_text(later)}) says, not "
+                      f"the policy in force when it was asked ({policy_text(c.policy)})",
+                      c.pos, *positions)
+
+
+def policy_text(p: EffectivePolicy) -> str:
+    return f"{p.effect.value}, {'with' if p.requires_approval else 'without'} approval"
+
+
+def with_article(word: str) -> str:
+    return f"an {word}" if word[0] in "aeiou" else f"a {word}"

@@ -1,0 +1,729 @@
+"""Every history checker can fail: for each always- and eventually-property a small hand-made
+history breaks it and the checker names it; clean histories of the same shapes pass."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from atmostonce.check.history import entries as h
+from atmostonce.check.history.checkers import History
+from atmostonce.spec.approval import REPLY_TEXT, ApprovalReply
+from atmostonce.spec.policy import ToolHints, ToolPolicy
+from atmostonce.spec.properties import Kind, of_kind
+from atmostonce.spec.protocol import ExecutorConfig
+from tests.check.history.story import (
+    DID_NOT_RUN,
+    IDEM,
+    MAY_HAVE_RUN,
+    MAY_STILL_RUN,
+    NONIDEM,
+    READ,
+    TOOL_ERROR,
+    UNKNOWN,
+    S,
+    Story,
+)
+
+ACCEPTED = REPLY_TEXT[ApprovalReply.ACCEPTED]
+
+
+def clean() -> Story:
+    """A run with every kind of call ending well: a read, an approved write lost with its
+    worker and reconciled once, a rejection, an unreached single attempt, a retried read."""
+    s = Story()
+    s.policy("search", READ)
+    s.policy("cancel", NONIDEM)
+    s.policy("send", NONIDEM, False)
+    s.session()
+    s.succeeds("search", "c1")
+    key = s.ask("cancel", "c2")
+    s.waits(key)
+    s.answer(key, True, True, ACCEPTED)
+    s.queued(key, "a2")
+    s.hand(key, "a2", "w2", "cancel")
+    run = s.run(key, "a2", "w2", "cancel")
+    s.apply(run, key)
+    s.end(run, h.RunEnd.STOPPED)
+    s.lost("w2")
+    s.publish(key, S.OUTCOME_UNKNOWN, UNKNOWN)
+    s.report(key)
+    rejected = s.ask("cancel", "c3")
+    s.waits(rejected)
+    s.answer(rejected, False, True, ACCEPTED)
+    s.publish(rejected, S.REJECTED, "rejected: a person rejected the call")
+    s.answer(rejected, True, False, REPLY_TEXT[ApprovalReply.ALREADY_REJECTED])
+    unreached = s.ask("send", "c4")
+    s.queued(unreached, "a4")
+    s.publish(unreached, S.FAILED, DID_NOT_RUN)
+    retried = s.ask("search", "c5")
+    s.queued(retried, "a5")
+    s.hand(retried, "a5", "w3", "search")
+    s.lost("w3")
+    s.queued(retried, "a6")
+    s.hand(retried, "a6", "w1", "search")
+    run = s.run(retried, "a6", "w1", "search")
+    s.end(run)
+    s.result("w1", "a6", True)
+    s.publish(retried, S.SUCCEEDED)
+    for k, status, error in ((key, S.OUTCOME_UNKNOWN, UNKNOWN), (unreached, S.FAILED,
+                                                                  DID_NOT_RUN)):
+        s.snapshot(k, status, error)
+    return s
+
+
+def test_a_clean_history_passes_every_checker() -> None:
+    s = clean()
+    assert s.check() == []
+
+
+def test_every_always_and_eventually_property_has_a_test_that_breaks_it() -> None:
+    module = sys.modules[__name__]
+    for prop in (*of_kind(Kind.ALWAYS), *of_kind(Kind.EVENTUALLY)):
+        name = "test_" + prop.id.lower().replace("-", "_")
+        assert any(attr.startswith(name) for attr in dir(module)), f"no test breaks {prop.id}"
+
+
+def test_the_incremental_history_and_check_history_agree_and_name_positions() -> None:
+    s = clean()
+    key = s.ask("search", "c9")
+    s.queued(key, "a9")
+    at = s.publish(key, S.OUTCOME_UNKNOWN, UNKNOWN)
+    history = History(s.config)
+    online = [v for e in s.entries for v in history.append(e)]
+    assert online == history.violations
+    assert [v.property for v in online] == ["A-UNKNOWN-REACHED"]
+    assert at in online[0].positions
+    assert "A-UNKNOWN-REACHED [s/t1/c9]" in online[0].line()
+    at_end = history.finish()
+    assert [v.property for v in at_end] == ["E-RECONCILE-ONCE"]
+    assert s.check() == online + at_end
+
+
+# -- always-properties --------------------------------------------------------------------------
+
+
+@pytest.mark.clause("TC-AMO-1")
+def test_a_one_worker_catches_an_attempt_handed_to_a_second_worker() -> None:
+    s = Story()
+    s.policy("cancel", NONIDEM, False)
+    s.session()
+    key = s.ask("cancel", "c1")
+    s.hand(key, "a1", "w1", "cancel")
+    s.lost("w1")
+    s.hand(key, "a1", "w2", "cancel")
+    assert "A-ONE-WORKER" in s.properties()
+
+
+@pytest.mark.clause("TC-AMO-1")
+def test_a_one_worker_catches_one_attempt_running_at_two_workers_in_the_ledger() -> None:
+    s = Story()
+    s.policy("search", READ)
+    s.session()
+    key = s.ask("search", "c1")
+    s.hand(key, "a1", "w1", "search")
+    s.run(key, "a1", "w1", "search")
+    s.run(key, "a1", "w2", "search")
+    assert "A-ONE-WORKER" in s.properties()
+
+
+@pytest.mark.clause("TC-EFF-NONIDEM", "TC-EFF-UNCL", "TC-APR-4", "TC-AMO-1")
+def test_a_one_attempt_catches_a_second_attempt_of_a_single_attempt_call() -> None:
+    s = Story()
+    s.policy("send", NONIDEM, False)
+    s.session()
+    key = s.ask("send", "c1")
+    s.queued(key, "a1")
+    s.queued(key, "a2")
+    assert {"A-ONE-ATTEMPT", "A-RETRY-CLASSES"} <= s.properties()
+
+
+@pytest.mark.clause("TC-REC-EXHAUST-OTHER", "TC-AMO-2", "TC-RCN-1")
+def test_a_no_attempt_after_unknown_catches_a_hand_out_after_the_record() -> None:
+    s = Story()
+    s.policy("update", IDEM)
+    s.session()
+    key = s.ask("update", "c1")
+    s.hand(key, "a1", "w1", "update")
+    s.lost("w1")
+    s.publish(key, S.OUTCOME_UNKNOWN, UNKNOWN)
+    s.queued(key, "a2")
+    s.hand(key, "a2", "w2", "update")
+    s.run(key, "a2", "w2", "update")
+    assert "A-NO-ATTEMPT-AFTER-UNKNOWN" in s.properties()
+
+
+@pytest.mark.clause("TC-REC-1")
+def test_a_one_record_catches_a_record_that_changes() -> None:
+    s = Story()
+    s.policy("send", NONIDEM, False)
+    s.session()
+    key = s.ask("send", "c1")
+    s.hand(key, "a1", "w1", "send")
+    s.timed_out(key, "a1")
+    s.publish(key, S.FAILED, MAY_STILL_RUN)
+    s.publish(key, S.SUCCEEDED)
+    assert "A-ONE-RECORD" in s.properties()
+
+
+@pytest.mark.clause("TC-REC-1")
+def test_a_one_record_catches_a_snapshot_that_disagrees_or_a_second_event() -> None:
+    s = Story()
+    s.policy("search", READ)
+    s.session()
+    key = s.succeeds("search", "c1")
+    s.snapshot(key, S.FAILED, "the tool reported a failure")
+    other = s.succeeds("search", "c2")
+    s.publish(other, S.SUCCEEDED)
+    messages = [v.message for v in s.check() if v.property == "A-ONE-RECORD"]
+    assert any("the snapshot shows failed" in m for m in messages)
+    assert any("published twice" in m for m in messages)
+
+
+def test_a_one_record_allows_a_record_published_again_after_a_restart() -> None:
+    s = Story()
+    s.policy("search", READ)
+    s.session()
+    key = s.succeeds("search", "c1")
+    s.restart()
+    s.publish(key, S.SUCCEEDED)
+    s.snapshot(key, S.SUCCEEDED)
+    assert s.check() == []
+
+
+@pytest.mark.clause("TC-REC-NOTRUN", "TC-REC-FAIL", "D-5")
+def test_a_did_not_run_true_catches_the_wording_after_a_run() -> None:
+    s = Story()
+    s.policy("send", NONIDEM, False)
+    s.session()
+    key = s.ask("send", "c1")
+    s.hand(key, "a1", "w1", "send")
+    run = s.run(key, "a1", "w1", "send")
+    s.end(run, h.RunEnd.KILLED)
+    s.lost("w1")
+    s.publish(key, S.FAILED, DID_NOT_RUN)
+    assert "A-DID-NOT-RUN-TRUE" in s.properties()
+
+
+@pytest.mark.clause("D-30", "D-31", "TC-RCN-HISTORY")
+def test_a_did_not_run_true_catches_a_history_that_hides_a_hand_out() -> None:
+    s = Story()
+    s.policy("send", NONIDEM, False)
+    s.session()
+    key = s.ask("send", "c1")
+    s.hand(key, "a1", "w1", "send")
+    s.lost("w1")
+    s.publish(key, S.OUTCOME_UNKNOWN, UNKNOWN)
+    s.snapshot(key, S.OUTCOME_UNKNOWN, UNKNOWN, unreached=True)
+    assert "A-DID-NOT-RUN-TRUE" in s.properties()
+
+
+@pytest.mark.clause("D-30", "TC-RCN-HISTORY", "TC-REC-NOTRUN")
+def test_a_history_with_no_reach_holds_until_a_run_of_the_call_shows_up() -> None:
+    s = Story()
+    s.policy("send", NONIDEM, False)
+    s.session()
+    key = s.ask("send", "c1")
+    s.queued(key, "a1")
+    s.publish(key, S.FAILED, DID_NOT_RUN)
+    s.snapshot(key, S.FAILED, DID_NOT_RUN, unreached=True)
+    assert s.check() == []
+    s.run(key, "a1", "w1", "send")
+    assert "A-DID-NOT-RUN-TRUE" in s.properties()
+
+
+@pytest.mark.clause("D-5")
+def test_a_did_not_run_true_catches_a_go_ahead_sent_before_the_hand_out_was_persisted() -> None:
+    s = Story()
+    s.policy("search", READ)
+    s.session()
+    key = s.ask("search", "c1")
+    s.hand(key, "a1", "w1", "search", persisted=False)
+    assert "A-DID-NOT-RUN-TRUE" in s.properties()
+
+
+@pytest.mark.clause("TC-REC-SUCC")
+def test_a_succeeded_returned_catches_succeeded_without_a_returned_run() -> None:
+    s = Story()
+    s.policy("search", READ)
+    s.session()
+    key = s.ask("search", "c1")
+    s.hand(key, "a1", "w1", "search")
+    run = s.run(key, "a1", "w1", "search")
+    s.end(run, h.RunEnd.KILLED)
+    s.publish(key, S.SUCCEEDED)
+    assert "A-SUCCEEDED-RETURNED" in s.properties()
+
+
+@pytest.mark.clause("TC-REC-UNK", "TC-REC-LOST", "D-5")
+def test_a_unknown_reached_catches_unknown_for_an_attempt_never_handed_out() -> None:
+    s = Story()
+    s.policy("send", NONIDEM, False)
+    s.session()
+    key = s.ask("send", "c1")
+    s.queued(key, "a1")
+    s.publish(key, S.OUTCOME_UNKNOWN, UNKNOWN)
+    assert "A-UNKNOWN-REACHED" in s.properties()
+
+
+@pytest.mark.clause("TC-REC-EXHAUST-READ", "TC-REC-EXHAUST-OTHER", "D-9")
+def test_a_exhausted_record_catches_a_read_recorded_outcome_unknown() -> None:
+    s = Story(ExecutorConfig(max_attempts=1))
+    s.policy("search", READ)
+    s.session()
+    key = s.ask("search", "c1")
+    s.queued(key, "a1")
+    s.hand(key, "a1", "w1", "search")
+    s.lost("w1")
+    s.publish(key, S.OUTCOME_UNKNOWN, UNKNOWN)
+    assert "A-EXHAUSTED-RECORD" in s.properties()
+
+
+@pytest.mark.clause("TC-REC-EXHAUST-OTHER", "TC-AMO-2")
+def test_a_exhausted_record_catches_a_lost_single_attempt_recorded_failed() -> None:
+    s = Story()
+    s.policy("send", NONIDEM, False)
+    s.session()
+    key = s.ask("send", "c1")
+    s.hand(key, "a1", "w1", "send")
+    s.lost("w1")
+    s.publish(key, S.FAILED, MAY_HAVE_RUN)
+    assert "A-EXHAUSTED-RECORD" in s.properties()
+
+
+@pytest.mark.clause("TC-REC-RETRY", "D-9")
+def test_a_exhausted_record_catches_a_retrying_call_that_gives_up_early() -> None:
+    s = Story()
+    s.policy("update", IDEM)
+    s.session()
+    key = s.ask("update", "c1")
+    s.queued(key, "a1")
+    s.hand(key, "a1", "w1", "update")
+    s.lost("w1")
+    s.publish(key, S.OUTCOME_UNKNOWN, UNKNOWN)
+    messages = [v.message for v in s.check() if v.property == "A-EXHAUSTED-RECORD"]
+    assert messages
+    assert "after 1 of its 3 attempts" in messages[0]
+
+
+@pytest.mark.clause("TC-REC-FAIL", "D-3")
+def test_a_record_meaning_catches_a_timed_out_attempt_recorded_as_the_tools_failure() -> None:
+    s = Story()
+    s.policy("update", IDEM)
+    s.session()
+    key = s.ask("update", "c1")
+    s.hand(key, "a1", "w1", "update")
+    s.timed_out(key, "a1")
+    s.publish(key, S.FAILED, TOOL_ERROR)
+    messages = [v.message for v in s.check() if v.property == "A-RECORD-MEANING"]
+    assert messages
+    assert "no run of the tool reported one" in messages[0]
+
+
+@pytest.mark.clause("TC-REC-FAIL", "TC-REC-UNK")
+def test_a_record_meaning_catches_a_lost_idempotent_write_recorded_failed() -> None:
+    s = Story(ExecutorConfig(max_attempts=1))
+    s.policy("update", IDEM)
+    s.session()
+    key = s.ask("update", "c1")
+    s.hand(key, "a1", "w1", "update")
+    s.lost("w1")
+    s.publish(key, S.FAILED, MAY_HAVE_RUN)
+    assert "A-RECORD-MEANING" in s.properties()
+
+
+@pytest.mark.clause("F-7", "D-4", "TC-REC-FAIL", "TC-REC-EXHAUST-READ")
+def test_a_record_meaning_excepts_the_cancelled_single_attempt_whose_write_lands_later(
+        ) -> None:
+    s = Story(ExecutorConfig(max_attempts=1))
+    s.policy("send", NONIDEM, False)
+    s.policy("search", READ)
+    s.session()
+    key = s.ask("send", "c1")
+    s.hand(key, "a1", "w1", "send")
+    run = s.run(key, "a1", "w1", "send")
+    s.timed_out(key, "a1")
+    s.cancel("w1", "a1")
+    s.publish(key, S.FAILED, MAY_STILL_RUN)
+    s.apply(run, key)
+    s.end(run)
+    read = s.ask("search", "c2")
+    s.hand(read, "a2", "w2", "search")
+    s.lost("w2")
+    s.publish(read, S.FAILED, MAY_HAVE_RUN)
+    assert "A-RECORD-MEANING" not in s.properties()
+
+
+@pytest.mark.clause("TC-POL-2", "TC-REC-RETRY", "TC-EFF-READ", "TC-EFF-IDEM", "D-3")
+def test_a_retry_classes_catches_a_retry_after_the_tool_reported_a_failure() -> None:
+    s = Story()
+    s.policy("update", IDEM)
+    s.session()
+    key = s.ask("update", "c1")
+    s.hand(key, "a1", "w1", "update")
+    run = s.run(key, "a1", "w1", "update")
+    s.end(run, h.RunEnd.TOOL_FAILED)
+    s.result("w1", "a1", False)
+    s.hand(key, "a2", "w1", "update")
+    assert "A-RETRY-CLASSES" in s.properties()
+
+
+@pytest.mark.clause("TC-KEY-1", "TC-KEY-2")
+def test_a_same_key_catches_a_retry_that_passes_another_key() -> None:
+    s = Story()
+    s.policy("update", IDEM)
+    s.session()
+    key = s.ask("update", "c1")
+    s.hand(key, "a1", "w1", "update")
+    s.lost("w1")
+    s.hand(key, "a2", "w2", "update", sent_key=f"{key}-2")
+    assert "A-SAME-KEY" in s.properties()
+
+
+@pytest.mark.clause("TC-APR-2", "TC-APR-3", "TC-REC-REJ", "D-7")
+def test_a_approval_catches_a_hand_out_before_approval() -> None:
+    s = Story()
+    s.policy("cancel", NONIDEM)
+    s.session()
+    key = s.ask("cancel", "c1")
+    s.hand(key, "a1", "w1", "cancel")
+    assert "A-APPROVAL" in s.properties()
+
+
+@pytest.mark.clause("D-7")
+def test_a_approval_catches_an_answer_accepted_after_the_deadline() -> None:
+    s = Story()
+    s.policy("refund", IDEM, True)
+    s.session()
+    key = s.ask("refund", "c1")
+    s.waits(key)
+    s.deadline(key)
+    s.publish(key, S.REJECTED, "rejected: the approval deadline passed")
+    s.answer(key, True, True, ACCEPTED)
+    assert "A-APPROVAL" in s.properties()
+
+
+@pytest.mark.clause("D-32", "D-7")
+@pytest.mark.parametrize("own_deadline", [True, False])
+def test_a_refused_answer_past_the_calls_own_deadline_is_judged_by_that_deadline(
+        own_deadline: bool) -> None:
+    s = Story(ExecutorConfig(approval_deadline=300.0))
+    s.add(h.PolicySet(s.now(), "refund",
+                      ToolPolicy(IDEM, True, 2.0 if own_deadline else None), None))
+    s.session()
+    key = s.ask("refund", "c1")
+    s.waits(key)
+    s.answer(key, True, False, REPLY_TEXT[ApprovalReply.DEADLINE_PASSED])
+    s.deadline(key)
+    s.publish(key, S.REJECTED, "rejected: the approval deadline passed")
+    assert ("A-APPROVAL" in s.properties()) is not own_deadline
+
+
+@pytest.mark.clause("TC-REC-REJ")
+def test_a_approval_catches_a_rejected_record_nobody_asked_for() -> None:
+    s = Story()
+    s.policy("cancel", NONIDEM)
+    s.session()
+    key = s.ask("cancel", "c1")
+    s.waits(key)
+    s.answer(key, True, True, ACCEPTED)
+    s.publish(key, S.REJECTED, "rejected: a person rejected the call")
+    assert "A-APPROVAL" in s.properties()
+
+
+@pytest.mark.clause("TC-SNAP-1", "TC-SNAP-2")
+def test_a_policy_snapshot_catches_a_call_that_follows_a_later_policy() -> None:
+    s = Story()
+    s.policy("search", READ)
+    s.session()
+    key = s.ask("search", "c1")
+    s.policy("search", NONIDEM)
+    s.waits(key)
+    s.snapshot(key, S.AWAITING_APPROVAL)
+    assert "A-POLICY-SNAPSHOT" in s.properties()
+
+
+@pytest.mark.clause("D-22")
+@pytest.mark.parametrize("lowers", [None, False])
+def test_a_policy_snapshot_judges_a_hinted_call_by_the_sessions_choice_of_d22(
+        lowers: bool | None) -> None:
+    s = Story()
+    s.policy("lookup", None, hints=ToolHints(read_only=True))
+    s.session(default=NONIDEM, hints_may_lower=lowers)
+    key = s.ask("lookup", "c1")
+    s.waits(key)
+    s.snapshot(key, S.AWAITING_APPROVAL)
+    assert ("A-POLICY-SNAPSHOT" in s.properties()) is (lowers is None)
+
+
+@pytest.mark.clause("TC-SNAP-1", "TC-SNAP-2")
+def test_a_policy_snapshot_names_the_later_policy_a_retry_followed() -> None:
+    s = Story()
+    s.policy("tool", NONIDEM, False)
+    s.session()
+    key = s.ask("tool", "c1")
+    s.policy("tool", READ)
+    s.queued(key, "a1")
+    s.queued(key, "a2")
+    messages = [v.message for v in s.check() if v.property == "A-POLICY-SNAPSHOT"]
+    assert messages
+    assert "later policy (read" in messages[0]
+
+
+@pytest.mark.clause("TC-AMO-3", "TC-AMO-4", "D-12")
+def test_a_double_run_shape_catches_a_run_going_on_after_its_worker_was_declared_lost() -> None:
+    s = Story()
+    s.policy("send", NONIDEM, False)
+    s.session()
+    key = s.ask("send", "c1")
+    s.hand(key, "a1", "w1", "send")
+    s.run(key, "a1", "w1", "send")
+    s.lost("w1")
+    s.publish(key, S.OUTCOME_UNKNOWN, UNKNOWN)
+    assert "A-DOUBLE-RUN-SHAPE" in s.properties()
+
+
+@pytest.mark.clause("TC-AMO-3", "TC-AMO-4", "D-6")
+def test_a_double_run_shape_allows_the_documented_double_run_and_witnesses_it() -> None:
+    s = Story()
+    s.policy("send", NONIDEM, False)
+    s.session()
+    first = s.ask("send", "c1")
+    s.hand(first, "a1", "w1", "send")
+    old = s.run(first, "a1", "w1", "send")
+    s.timed_out(first, "a1")
+    s.cancel("w1", "a1")
+    s.publish(first, S.FAILED, MAY_STILL_RUN)
+    second = s.ask("send", "c2", "t2")
+    s.hand(second, "a2", "w2", "send")
+    new = s.run(second, "a2", "w2", "send")
+    s.end(old)
+    s.end(new)
+    s.result("w2", "a2", True)
+    s.publish(second, S.SUCCEEDED)
+    history = History(s.config)
+    for entry in s.entries:
+        history.append(entry)
+    history.finish()
+    assert history.violations == []
+    assert "S-DOUBLE-RUN" in history.checker.witnessed
+    [double] = history.checker.double_runs
+    assert (double.first, double.second, double.documented) == (first, second, True)
+
+
+def _succeeded_with_output(output: str | None) -> tuple[Story, str]:
+    """A read that returned `output` at the ledger and was recorded succeeded."""
+    s = Story()
+    s.policy("search", READ)
+    s.session()
+    key = s.ask("search", "c1")
+    s.queued(key, "a1")
+    s.hand(key, "a1", "w1", "search")
+    run = s.run(key, "a1", "w1", "search")
+    s.end(run, h.RunEnd.RETURNED, output)
+    s.result("w1", "a1", True)
+    s.publish(key, S.SUCCEEDED)
+    return s, key
+
+
+@pytest.mark.clause("TC-REC-2")
+def test_a_tool_result_catches_a_succeeded_call_whose_result_no_run_returned() -> None:
+    s, key = _succeeded_with_output('{"hits": 3}')
+    s.snapshot(key, S.SUCCEEDED, results=('{"hits": 4}',))
+    found = [v for v in s.check() if v.property == "A-TOOL-RESULT"]
+    assert len(found) == 1, found
+    assert "no run of it returned" in found[0].message
+    clean_story, clean_key = _succeeded_with_output('{"hits": 3}')
+    clean_story.snapshot(clean_key, S.SUCCEEDED, results=('{"hits": 3}',))
+    assert clean_story.check() == []
+
+
+def test_a_tool_result_is_not_judged_against_runs_whose_output_the_ledger_lacks() -> None:
+    s, key = _succeeded_with_output(None)
+    s.snapshot(key, S.SUCCEEDED, results=("anything",))
+    assert s.check() == []
+
+
+def _unreached_with_result(result: str) -> Story:
+    """A single-attempt call recorded failed before any worker took it, its tool result
+    `result` in the snapshot."""
+    s = Story()
+    s.policy("send", NONIDEM, False)
+    s.session()
+    key = s.ask("send", "c1")
+    s.queued(key, "a1")
+    s.publish(key, S.FAILED, DID_NOT_RUN)
+    s.snapshot(key, S.FAILED, DID_NOT_RUN, results=(result,))
+    return s
+
+
+@pytest.mark.clause("TC-REC-2", "TC-RCN-1")
+def test_a_tool_result_catches_a_record_whose_result_reads_otherwise() -> None:
+    found = [v for v in _unreached_with_result("failed: something else").check()
+             if v.property == "A-TOOL-RESULT"]
+    assert len(found) == 1, found
+    assert f"failed: {DID_NOT_RUN}" in found[0].message
+    assert _unreached_with_result(f"failed: {DID_NOT_RUN}").check() == []
+
+
+@pytest.mark.clause("TC-REC-2")
+def test_a_tool_result_catches_two_results_for_one_call_and_one_before_the_record() -> None:
+    s, key = _succeeded_with_output("ok")
+    s.snapshot(key, S.SUCCEEDED, results=("ok", "ok"))
+    assert "A-TOOL-RESULT" in s.properties()
+    early = Story()
+    early.policy("search", READ)
+    early.session()
+    key = early.ask("search", "c1")
+    early.queued(key, "a1")
+    early.snapshot(key, S.RUNNING, results=("ok",))
+    assert "A-TOOL-RESULT" in early.properties()
+    missing, key = _succeeded_with_output("ok")
+    missing.snapshot(key, S.SUCCEEDED, results=())
+    assert "A-TOOL-RESULT" in missing.properties()
+
+
+def _timed_out_at_w1(cancel: str | None) -> Story:
+    s = Story()
+    s.policy("send", NONIDEM, False)
+    s.session()
+    key = s.ask("send", "c1")
+    s.hand(key, "a1", "w1", "send")
+    run = s.run(key, "a1", "w1", "send")
+    s.timed_out(key, "a1")
+    if cancel is not None:
+        s.cancel(cancel, "a1")
+    s.publish(key, S.FAILED, MAY_STILL_RUN)
+    s.end(run)
+    return s
+
+
+@pytest.mark.clause("TC-AMO-3")
+def test_a_cancel_on_timeout_catches_a_timed_out_attempt_whose_worker_is_never_told() -> None:
+    found = [v for v in _timed_out_at_w1(None).check() if v.property == "A-CANCEL-ON-TIMEOUT"]
+    assert [v.key for v in found] == ["s/t1/c1"]
+    assert "never sent a cancel" in found[0].message
+
+
+@pytest.mark.clause("TC-AMO-3")
+def test_a_cancel_on_timeout_catches_a_cancel_sent_to_another_worker() -> None:
+    assert "A-CANCEL-ON-TIMEOUT" in _timed_out_at_w1("w2").properties()
+    assert _timed_out_at_w1("w1").check() == []
+
+
+@pytest.mark.clause("TC-AMO-3")
+def test_a_cancel_on_timeout_asks_nothing_of_an_attempt_that_already_ended() -> None:
+    s = Story()
+    s.policy("search", READ)
+    s.session()
+    key = s.ask("search", "c1")
+    s.hand(key, "a1", "w1", "search")
+    s.lost("w1")
+    s.timed_out(key, "a1")
+    s.publish(key, S.FAILED, MAY_HAVE_RUN)
+    assert "A-CANCEL-ON-TIMEOUT" not in s.properties()
+
+
+@pytest.mark.clause("D-8")
+def test_a_double_run_shape_allows_a_run_lost_at_a_restart_to_go_on() -> None:
+    s = Story()
+    s.policy("send", NONIDEM, False)
+    s.session()
+    key = s.ask("send", "c1")
+    s.hand(key, "a1", "w1", "send")
+    run = s.run(key, "a1", "w1", "send")
+    s.restart()
+    s.publish(key, S.OUTCOME_UNKNOWN, UNKNOWN)
+    s.end(run, h.RunEnd.STOPPED)
+    s.report(key)
+    assert s.check() == []
+
+
+@pytest.mark.clause("D-6")
+def test_a_fence_catches_a_new_run_while_an_abandoned_run_goes_on() -> None:
+    s = Story(ExecutorConfig(fence=True))
+    s.policy("send", NONIDEM, False)
+    s.session()
+    first = s.ask("send", "c1")
+    s.hand(first, "a1", "w1", "send")
+    s.run(first, "a1", "w1", "send")
+    s.timed_out(first, "a1")
+    s.cancel("w1", "a1")
+    s.publish(first, S.FAILED, MAY_STILL_RUN)
+    second = s.ask("send", "c2", "t2")
+    s.hand(second, "a2", "w2", "send")
+    s.run(second, "a2", "w2", "send")
+    assert s.properties() == {"A-FENCE", "E-EVERY-CALL-RECORDED"}
+
+
+@pytest.mark.clause("D-6")
+def test_the_fence_does_not_hold_back_a_call_handed_out_before_the_other_was_abandoned() -> None:
+    s = Story(ExecutorConfig(fence=True))
+    s.policy("send", NONIDEM, False)
+    s.session()
+    first = s.ask("send", "c1")
+    second = s.ask("send", "c2", "t2")
+    s.hand(first, "a1", "w1", "send")
+    s.run(first, "a1", "w1", "send")
+    s.hand(second, "a2", "w2", "send")
+    s.timed_out(first, "a1")
+    s.cancel("w1", "a1")
+    s.publish(first, S.FAILED, MAY_STILL_RUN)
+    s.run(second, "a2", "w2", "send")
+    assert "A-FENCE" not in s.properties()
+
+
+# -- eventually-properties ----------------------------------------------------------------------
+
+
+@pytest.mark.clause("TC-REC-1")
+def test_e_every_call_recorded_catches_a_call_left_without_a_record() -> None:
+    s = Story()
+    s.policy("search", READ)
+    s.session()
+    key = s.ask("search", "c1")
+    s.queued(key, "a1")
+    history = History(s.config)
+    for entry in s.entries:
+        assert history.append(entry) == []
+    assert [v.property for v in history.finish()] == ["E-EVERY-CALL-RECORDED"]
+
+
+def test_e_every_call_recorded_accepts_a_record_seen_only_in_the_snapshot() -> None:
+    s = Story()
+    s.policy("send", NONIDEM, False)
+    s.session()
+    key = s.ask("send", "c1")
+    s.queued(key, "a1")
+    s.snapshot(key, S.FAILED, DID_NOT_RUN)
+    assert s.check() == []
+
+
+@pytest.mark.clause("TC-RCN-ONCE", "TC-RCN-TELL")
+def test_e_reconcile_once_catches_an_unknown_call_never_reported() -> None:
+    s = Story()
+    s.policy("send", NONIDEM, False)
+    s.session()
+    key = s.ask("send", "c1")
+    s.hand(key, "a1", "w1", "send")
+    s.lost("w1")
+    s.publish(key, S.OUTCOME_UNKNOWN, UNKNOWN)
+    assert "E-RECONCILE-ONCE" in s.properties()
+
+
+@pytest.mark.clause("TC-RCN-ONCE")
+def test_e_reconcile_once_catches_a_second_report_as_soon_as_it_is_sent() -> None:
+    s = Story()
+    s.policy("send", NONIDEM, False)
+    s.session()
+    key = s.ask("send", "c1")
+    s.hand(key, "a1", "w1", "send")
+    s.lost("w1")
+    s.publish(key, S.OUTCOME_UNKNOWN, UNKNOWN)
+    s.report(key)
+    history = History(s.config)
+    for entry in s.entries:
+        assert history.append(entry) == []
+    s.report(key)
+    assert [v.property for v in history.append(s.entries[-1])] == ["E-RECONCILE-ONCE"]
