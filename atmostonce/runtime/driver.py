@@ -1,11 +1,15 @@
-"""The server's driver: hands each event to the executor and carries out its commands.
+"""The server's driver: the runtime's effects for the host (`atmostonce.check.host.Host`),
+which hands each event to the executor and carries out its commands in order.
 
 Each message from a worker or a client becomes a protocol event stamped with the loop's
 monotonic clock (offset so that times recovered from the journal never run backwards), the core
-handles it, and the server carries out the commands in order: `Persist` goes to the journal by
-group commit, and every command with an outside effect (`GoAhead`, `Cancel`, `Publish`, `Reply`,
-`DropWorker`, and the answers to client requests) waits until every entry persisted before it
-is durable (D-5, TC-REC-1); `StartTimer`/`StopTimer` are loop timers.
+handles it, and the host carries out the commands in order through these effects: `Persist`
+goes to the journal by group commit, and every command with an outside effect (`GoAhead`,
+`Cancel`, `Publish`, `Reply`, `DropWorker`, and the answers to client requests) waits until
+every entry persisted before it is durable (D-5, TC-REC-1); `StartTimer`/`StopTimer` are loop
+timers. An executor that breaks one of the protocol's own rules the host judges (a go-ahead
+whose hand-out no entry of its batch names, no cancel for a timed-out attempt, other than one
+reply to a request, a command to a worker it dropped) has failed like one that raises.
 
 The executor runs inside `atmostonce.check.executors.guard`: one that raises, or answers outside the
 protocol's types, may have changed half its state, so the server answers the request that led
@@ -19,16 +23,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, NoReturn
 
 from atmostonce.check.executors.guard import ProtocolBreach
+from atmostonce.check.host.host import Host
 from atmostonce.runtime import codec
 from atmostonce.runtime.durability import GroupCommit
 from atmostonce.runtime.timers import LoopTimers
 from atmostonce.runtime.wire import LineProtocol, Message
 from atmostonce.spec.errors import SpecError
 from atmostonce.spec.protocol import (
+    JSON,
     Cancel,
     Command,
     DropWorker,
@@ -37,13 +43,10 @@ from atmostonce.spec.protocol import (
     ExecutorConfig,
     GoAhead,
     NoWork,
-    Persist,
     Poll,
     Publish,
     Reply,
     StartTimer,
-    StopTimer,
-    TimerFired,
     TimerKind,
 )
 
@@ -94,7 +97,7 @@ class Driver:
 
     def __init__(self, executor: Executor, config: ExecutorConfig, commit: GroupCommit,
                  offset: float, on_fatal: Callable[[BaseException], None]) -> None:
-        self.executor = executor
+        self.host = Host(self, executor)
         self.on_fatal = on_fatal
         self.failure: str | None = None
         self.config = config
@@ -108,17 +111,10 @@ class Driver:
         self.subscribers: dict[str, dict[tuple[ClientLink, str], None]] = {}
         self.requests: dict[str, tuple[ClientLink, object]] = {}
         self._work_maybe = False
-        self._carry: dict[type[Command], Callable[[Any], None]] = {
-            Persist: self._persist,
-            StartTimer: self._start_timer,
-            StopTimer: self._stop_timer,
-            GoAhead: self._go_ahead,
-            NoWork: self._no_work,
-            Cancel: self._cancel,
-            DropWorker: self._drop_worker,
-            Publish: self._publish,
-            Reply: self._reply,
-        }
+
+    @property
+    def executor(self) -> Executor:
+        return self.host.executor
 
     def clock(self) -> float:
         return self.loop.time() + self.offset
@@ -127,22 +123,30 @@ class Driver:
 
     def feed(self, event: Event) -> None:
         """Hand one event to the executor and carry out its commands. A SpecError is bad input
-        and goes back to the sender. An executor that raises, or answers with something that is
-        not a list of protocol commands, may have changed half its state, so the server stops
-        (a restart recovers from the journal) and `ExecutorFailed` tells the sender so; nothing
-        the failed event led to is shown to anyone."""
+        and goes back to the sender. An executor that raises, answers with something that is
+        not a list of protocol commands or breaks one of the protocol's own rules may have
+        changed half its state, so the server stops (a restart recovers from the journal) and
+        `ExecutorFailed` tells the sender so; nothing the failed event led to is shown to
+        anyone."""
+        self._run(type(event).__name__, self.host.feed, event)
+
+    def _timer_fired(self, timer: str) -> None:
+        with contextlib.suppress(ExecutorFailed):
+            self._run("TimerFired", self.host.fire, timer, self.clock())
+
+    def _run(self, what: str, step: Callable[..., object], *args: Any) -> None:
         if self.failure is not None:
             raise ExecutorFailed(f"{self.failure}; the server is stopping")
         try:
-            commands = self.executor.handle(event)
+            step(*args)
         except ProtocolBreach as breach:
             refused_input(breach)
             self._fail(f"the executor failed: {breach}", breach.__cause__)
-        try:
-            self.carry_out(commands)
+        except ExecutorFailed:
+            raise
         except Exception as error:
-            self._fail(f"the executor's commands for {type(event).__name__} cannot be carried "
-                       f"out: {type(error).__name__}: {error}", error)
+            self._fail(f"the executor's commands for {what} cannot be carried out: "
+                       f"{type(error).__name__}: {error}", error)
         if self._work_maybe:
             self._repoll()
 
@@ -154,28 +158,32 @@ class Driver:
         self.on_fatal(ExecutorFailed(line))
         raise ExecutorFailed(f"{line}; the server is stopping")
 
-    def carry_out(self, commands: Sequence[Command]) -> None:
-        carry = self._carry
-        for command in commands:
-            action = carry.get(type(command))
-            if action is None:
-                raise TypeError(f"{command!r:.200} is not a protocol command")
-            action(command)
+    def carry_out(self, commands: list[Command]) -> None:
+        """Carry out commands the executor gave outside an event (its recovery)."""
+        self.host.carry_out(commands)
 
-    def _persist(self, command: Persist) -> None:
-        self.commit.persist(command.entry)
+    # -- the effects of the executor's commands --------------------------------------------------
 
-    def _start_timer(self, command: StartTimer) -> None:
+    def persist(self, entry: dict[str, JSON]) -> bool:
+        self.commit.persist(entry)
+        return False
+
+    def start_timer(self, command: StartTimer) -> None:
         if command.kind is TimerKind.QUEUE_TIMEOUT:
             self._work_maybe = True
         self.timers.start(command.timer, command.delay)
 
-    def _stop_timer(self, command: StopTimer) -> None:
-        self.timers.stop(command.timer)
+    def stop_timer(self, timer: str) -> None:
+        self.timers.stop(timer)
 
-    def _timer_fired(self, timer: str) -> None:
-        with contextlib.suppress(ExecutorFailed):
-            self.feed(TimerFired(self.clock(), timer))
+    def cut(self, rest: list[Command], handed: list[GoAhead]) -> None:
+        raise AssertionError("the runtime's server dies only as a process")
+
+    def broken(self, rule: str, text: str) -> None:
+        self._fail(f"the executor broke the protocol: {text}")
+
+    def go_ahead(self, command: GoAhead, persisted: bool) -> None:
+        self._go_ahead(command)
 
     def _go_ahead(self, command: GoAhead) -> None:
         link = self.workers.get(command.worker)
@@ -187,7 +195,7 @@ class Driver:
                    "lease": command.lease}
         self.commit.then(lambda: send(link.conn, message))
 
-    def _no_work(self, command: NoWork) -> None:
+    def no_work(self, command: NoWork) -> None:
         link = self.workers.get(command.worker)
         if link is None:
             return
@@ -222,14 +230,14 @@ class Driver:
                 break
         self._work_maybe = False
 
-    def _cancel(self, command: Cancel) -> None:
+    def cancel(self, command: Cancel) -> None:
         link = self.workers.get(command.worker)
         if link is None:
             return
         message = {"type": "cancel", "attempt": command.attempt}
         self.commit.then(lambda: send(link.conn, message))
 
-    def _drop_worker(self, command: DropWorker) -> None:
+    def drop_worker(self, command: DropWorker) -> None:
         log.info("worker %s declared lost", command.worker)
         link = self.workers.pop(command.worker, None)
         if link is None:
@@ -237,7 +245,7 @@ class Driver:
         self._unpark(link)
         self.commit.then(lambda: link.conn.close("declared lost"))
 
-    def _publish(self, command: Publish) -> None:
+    def publish(self, command: Publish) -> None:
         event = codec.finished_json(command.event)
         session_id = command.event.session_id
         self.commit.then(lambda: self._fan_out(session_id, event))
@@ -246,7 +254,7 @@ class Driver:
         for link, sub in self.subscribers.get(session_id, {}):
             link.conn.send({"type": "event", "sub": sub, "event": event})
 
-    def _reply(self, command: Reply) -> None:
+    def reply(self, command: Reply) -> None:
         waiting = self.requests.pop(command.request, None)
         if waiting is None:
             return

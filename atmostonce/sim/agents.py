@@ -17,7 +17,7 @@ from atmostonce.check.history import entries as h
 from atmostonce.check.history.policies import PolicyBook
 from atmostonce.sim.ledger import Ledger
 from atmostonce.sim.loop import Handler, Loop
-from atmostonce.sim.server import ExecutorHost
+from atmostonce.sim.server import SimServer
 from atmostonce.sim.workload import CallPlan, Person, RunPlan, SessionPlan, Workload
 from atmostonce.spec import protocol as p
 from atmostonce.spec.reconcile import pending_reports, report_text
@@ -72,13 +72,14 @@ class SessionRun:
 class Agents:
     """The model, the people and the reconcile job of one simulation."""
 
-    def __init__(self, loop: Loop, server: ExecutorHost, workload: Workload,
-                 policies: PolicyBook, ledger: Ledger, quiesce: Callable[[], None],
-                 finalize: Handler) -> None:
+    def __init__(self, loop: Loop, server: SimServer, workload: Workload,
+                 policies: PolicyBook, ledger: Ledger, by_args: dict[str, CallRun],
+                 quiesce: Callable[[], None], finalize: Handler) -> None:
         """`policies` are the policies in force, as the people and the model see them;
-        `ledger` is where the reconcile job reads what tools did; once every session is done,
-        `quiesce` ends the faults and `finalize`, scheduled a settling time later, ends the
-        run."""
+        `ledger` is where the reconcile job reads what tools did; `by_args` is filled with
+        each call asked, by its arguments, for the server and the workers to name it by; once
+        every session is done, `quiesce` ends the faults and `finalize`, scheduled a settling
+        time later, ends the run."""
         self.loop = loop
         self.server = server
         self.workload = workload
@@ -88,7 +89,7 @@ class Agents:
         self.finalize = finalize
         self.sessions: dict[str, SessionRun] = {}
         self.calls: dict[str, CallRun] = {}
-        self.by_args: dict[str, CallRun] = {}
+        self.by_args = by_args
         self.left = 0
         self.asked = 0
         self.requests = 0
@@ -259,7 +260,7 @@ class Agents:
     def _answer(self, key: str, approve: bool) -> None:
         self.requests += 1
         request = f"answer-{self.requests}"
-        self.server.request(p.Answer(self.loop.now, request, key, approve), request)
+        self.server.request(p.Answer(self.loop.now, request, key, approve))
 
     # -- the reconcile job ------------------------------------------------------------------
 
@@ -285,7 +286,7 @@ class Agents:
             text = report_text(REPORT_SOURCE, self.ledger.finding(pending.key), pending.key)
             self.requests += 1
             request = f"report-{self.requests}"
-            server.request(p.UserMessage(loop.now, request, session_id, text), request)
+            server.request(p.UserMessage(loop.now, request, session_id, text))
             sent += 1
             self.reports += 1
             if self.reconcile_crashes > 0:

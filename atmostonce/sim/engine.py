@@ -21,15 +21,15 @@ from atmostonce.check.executors import guard
 from atmostonce.check.history import entries as h
 from atmostonce.check.history.checkers import History
 from atmostonce.check.history.policies import PolicyBook
-from atmostonce.sim.agents import SETTLE, Agents
+from atmostonce.sim.agents import SETTLE, Agents, CallRun
 from atmostonce.sim.faults import Fault, FaultKind, Profile, schedule
 from atmostonce.sim.ledger import Ledger
 from atmostonce.sim.loop import Handler, Queued
-from atmostonce.sim.network import Network
-from atmostonce.sim.server import ExecutorHost
+from atmostonce.sim.server import SimServer
 from atmostonce.sim.workers import HEARTBEAT_INTERVAL, Worker
 from atmostonce.sim.workload import Workload, draw, executor_config
 from atmostonce.spec import protocol as p
+from atmostonce.spec.session import ToolCallStatus
 
 HARD_LIMIT = 400.0
 """Simulated seconds after which a run that never quiesced is stopped and judged."""
@@ -71,13 +71,14 @@ def scenario(seed: int, profile: Profile, only: Iterable[int] | None = None) -> 
 class Simulation:
     """One run of one scenario against one executor factory: the clock, the event queue and the
     history (the `Loop` its parts see), the workload's policies and the fault schedule. It
-    builds the passive parts, the network, the server (`ExecutorHost`), the workers and the
-    agents, hands each what it needs, and drives them by running the events they schedule."""
+    builds the passive parts, the server (`SimServer`, with its network), the workers and the
+    agents, hands each what it needs when it builds it, and drives them by running the events
+    they schedule."""
 
     # Slots, because every event reads and writes these.
     __slots__ = ("_append", "agents", "error", "events", "faults_on", "finished", "history",
-                 "host", "ledger", "network", "now", "policies", "queue", "record", "rnd",
-                 "scenario", "seq", "stop_on", "stopped", "workers")
+                 "ledger", "now", "policies", "queue", "record", "rnd", "scenario", "seq",
+                 "server", "stop_on", "stopped", "workers")
 
     def __init__(self, scn: Scenario, factory: p.ExecutorFactory,
                  stop_on: str | None = None, keep: bool = True) -> None:
@@ -106,17 +107,15 @@ class Simulation:
         self.faults_on = True
         self.policies = PolicyBook()
         """The policies in force, as the people and the agent's model see them."""
-        # The parts reach each other directly, never through the engine: the network hands the
-        # workers' messages to the server, the server publishes records to the agents.
-        self.network = network = Network(self)
-        self.host = host = ExecutorHost(self, network, factory, config)
-        network.feed = host.feed
-        self.agents = agents = Agents(self, host, workload, self.policies, self.ledger,
-                                      self.quiesce, self.finalize)
-        host.calls = agents.by_args
-        host.on_record = agents.on_record
+        # The parts reach each other directly, never through the engine, but for the records
+        # the server publishes (one per call): the network hands the workers' messages to the
+        # server's host, and `published` hands a record to the agents.
+        by_args: dict[str, CallRun] = {}
+        self.server = server = SimServer(self, factory, config, by_args)
+        self.agents = Agents(self, server, workload, self.policies, self.ledger, by_args,
+                             self.quiesce, self.finalize)
         beat = workload.heartbeat_interval
-        self.workers = [Worker(i, self, network, host.accept, agents.by_args, self.ledger,
+        self.workers = [Worker(i, self, server.network, server.accept, by_args, self.ledger,
                                config.lease, HEARTBEAT_INTERVAL if beat is None else beat)
                         for i in range(workload.workers)]
 
@@ -126,6 +125,9 @@ class Simulation:
         seq = self.seq + 1
         self.seq = seq
         heappush(self.queue, (when, seq, fn, a, b))
+
+    def published(self, key: str, status: ToolCallStatus) -> None:
+        self.agents.on_record(key, status)
 
     def _record_and_stop(self, entry: h.Entry) -> None:
         """Record `entry`, and stop the run if it broke the property asked for."""
@@ -162,7 +164,7 @@ class Simulation:
 
     def _start(self) -> None:
         w = self.scenario.workload
-        self.host.start()
+        self.server.start()
         for tool in w.tools:
             self.set_policy(tool.name, tool.policy, tool.hints)
         for change in w.changes:
@@ -199,7 +201,7 @@ class Simulation:
     def set_policy(self, tool: str, policy: Any, hints: Any) -> None:
         self.policies.set_policy(tool, policy, hints)
         self.record(h.PolicySet(self.now, tool, policy, hints))
-        self.host.feed(p.SetPolicy(self.now, tool, policy, hints))
+        self.server.feed(p.SetPolicy(self.now, tool, policy, hints))
 
     def _policy_change(self, change: Any, _b: object) -> None:
         if self.faults_on:
@@ -213,9 +215,9 @@ class Simulation:
         kind = fault.kind
         if kind is FaultKind.RESTART:
             if fault.extra > 0:
-                self.host.crash_armed = True
+                self.server.crash_armed = True
             else:
-                self.host.restart()
+                self.server.restart()
         elif kind is FaultKind.OUTAGE:
             until = self.now + fault.duration
             for worker in self.workers:

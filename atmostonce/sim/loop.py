@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from atmostonce.check.history import entries as h
+from atmostonce.spec.session import ToolCallStatus
 
 Handler = Callable[[Any, Any], None]
 """What an event runs, called with the event's two arguments."""
@@ -38,4 +39,8 @@ class Loop(Protocol):
 
     def at(self, when: float, fn: Handler, a: Any = None, b: Any = None) -> None:
         """Run `fn(a, b)` at simulated time `when`."""
+        ...
+
+    def published(self, key: str, status: ToolCallStatus) -> None:
+        """The server published the record of the call `key`: it reaches the agent's model."""
         ...

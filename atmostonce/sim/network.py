@@ -71,11 +71,10 @@ class Network:
 
     __slots__ = ("feed", "loop")
 
-    def __init__(self, loop: Loop) -> None:
+    def __init__(self, loop: Loop, feed: Callable[[p.Event, bool], object]) -> None:
+        """`feed`: how the server takes a worker's message, crashable."""
         self.loop = loop
-        self.feed: Callable[[p.Event, bool], None]
-        """How the server takes a worker's message, crashable (the engine sets it once the
-        server is built)."""
+        self.feed = feed
 
     def delay(self, conn: Conn) -> float:
         """One message's time on the wire to or from `conn`'s worker."""

@@ -132,7 +132,7 @@ def _simulate(scn: Scenario, factory: ExecutorFactory, executor: str,
     wall = time.perf_counter() - started
     checker = history.checker
     stats = run_stats(checker.summaries(), checker.double_runs, checker.witnessed,
-                      sim.host.restarts, sim.events, sim.now,
+                      sim.server.restarts, sim.events, sim.now,
                       checker.call_edges())
     return RunResult(scn, executor, tuple(history.violations), stats, wall, kept,
                      history if keep_history else None, sim.error, origin), sim

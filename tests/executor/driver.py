@@ -1,10 +1,13 @@
-"""A tiny harness for the executor tests: it feeds events, carries out the commands the way a
-real harness would (journal, timers, published events), and restarts from the journal."""
+"""A tiny harness for the executor tests: it feeds events through the host
+(`atmostonce.check.host.Host`), which carries out the commands and judges the protocol's rules,
+keeps what a real harness would (journal, published events, every command), and restarts from
+the journal."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from atmostonce.check.host.host import Host, RuleBroken
 from atmostonce.executor import reference
 from atmostonce.spec.keys import build_key
 from atmostonce.spec.policy import EffectClass, ToolHints, ToolPolicy
@@ -12,8 +15,10 @@ from atmostonce.spec.protocol import (
     JSON,
     Answer,
     Ask,
+    Cancel,
     Command,
     Connected,
+    DropWorker,
     Event,
     Executor,
     ExecutorConfig,
@@ -21,16 +26,14 @@ from atmostonce.spec.protocol import (
     Finished,
     GoAhead,
     Heartbeat,
+    NoWork,
     OpenSession,
-    Persist,
     Poll,
     Publish,
     Reply,
     SetPolicy,
     Started,
     StartTimer,
-    StopTimer,
-    TimerFired,
     TimerKind,
     UserMessage,
 )
@@ -47,41 +50,71 @@ class Driver:
     config: ExecutorConfig = field(default_factory=ExecutorConfig)
     factory: ExecutorFactory = reference
     now: float = 0.0
-    executor: Executor = field(init=False)
+    host: Host = field(init=False)
     journal: list[dict[str, JSON]] = field(default_factory=list)
-    timers: dict[tuple[TimerKind, str], StartTimer] = field(default_factory=dict)
     published: list[ToolCallFinished] = field(default_factory=list)
     log: list[Command] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.executor = self.factory(self.config)
+        self.host = Host(self, self.factory(self.config))
+
+    @property
+    def executor(self) -> Executor:
+        return self.host.executor
+
+    @property
+    def timers(self) -> dict[tuple[TimerKind, str], StartTimer]:
+        """The timers that run, by kind and subject."""
+        return {(t.kind, t.subject): t for t in self.host.timers.values()}
 
     # -- carrying out commands ------------------------------------------------------------------
 
-    def carry_out(self, commands: list[Command]) -> list[Command]:
-        for command in commands:
-            self.log.append(command)
-            if isinstance(command, Persist):
-                self.journal.append(command.entry)
-            elif isinstance(command, StartTimer):
-                self.timers[(command.kind, command.subject)] = command
-            elif isinstance(command, StopTimer):
-                for slot, started in list(self.timers.items()):
-                    if started.timer == command.timer:
-                        del self.timers[slot]
-            elif isinstance(command, Publish):
-                self.published.append(command.event)
-        return commands
-
     def send(self, event: Event) -> list[Command]:
-        return self.carry_out(self.executor.handle(event))
+        return self._took(self.host.feed(event))
+
+    def _took(self, commands: list[Command]) -> list[Command]:
+        self.log.extend(commands)
+        return commands
 
     def restart(self, after: float = 0.0) -> list[Command]:
         """A server restart: a fresh executor recovers from the journal; timers are gone."""
         self.now += after
-        self.executor = self.factory(self.config)
-        self.timers.clear()
-        return self.carry_out(self.executor.recover(list(self.journal), self.now))
+        return self._took(self.host.restart(self.factory(self.config), list(self.journal),
+                                            self.now))
+
+    def persist(self, entry: dict[str, JSON]) -> bool:
+        self.journal.append(entry)
+        return False
+
+    def publish(self, command: Publish) -> None:
+        self.published.append(command.event)
+
+    def broken(self, rule: str, text: str) -> None:
+        raise RuleBroken(rule, text)
+
+    def start_timer(self, command: StartTimer) -> None:
+        """The tests fire timers when they choose (`fire`)."""
+
+    def stop_timer(self, timer: str) -> None:
+        """The host forgets it."""
+
+    def go_ahead(self, command: GoAhead, persisted: bool) -> None:
+        """Read off the batch by `poll`."""
+
+    def no_work(self, command: NoWork) -> None:
+        """Kept in the log."""
+
+    def cancel(self, command: Cancel) -> None:
+        """Kept in the log."""
+
+    def drop_worker(self, command: DropWorker) -> None:
+        """Kept in the log."""
+
+    def reply(self, command: Reply) -> None:
+        """Read off the batch by `answer` and `user_message`."""
+
+    def cut(self, rest: list[Command], handed: list[GoAhead]) -> None:
+        raise AssertionError("the tests' server never dies inside a batch")
 
     # -- events ---------------------------------------------------------------------------------
 
@@ -139,9 +172,15 @@ class Driver:
 
     def fire(self, kind: TimerKind, subject: str) -> list[Command]:
         """The timer of `kind` about `subject` fires; it must be pending."""
-        started = self.timers.pop((kind, subject))
+        started = self.timers[(kind, subject)]
         self.now += started.delay
-        return self.send(TimerFired(self.now, started.timer))
+        return self.fire_timer(started.timer)
+
+    def fire_timer(self, timer: str) -> list[Command]:
+        """The running timer `timer` fires now."""
+        commands = self.host.fire(timer, self.now)
+        assert commands is not None, f"timer {timer} does not run"
+        return self._took(commands)
 
     def pending(self, kind: TimerKind, subject: str) -> bool:
         return (kind, subject) in self.timers

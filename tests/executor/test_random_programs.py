@@ -19,7 +19,6 @@ from atmostonce.spec.protocol import (
     GoAhead,
     Persist,
     Publish,
-    TimerFired,
 )
 from atmostonce.spec.records import DID_NOT_RUN_PREFIX
 from atmostonce.spec.session import ToolCallStatus
@@ -70,8 +69,7 @@ class History:
                 d.finish(worker, go.attempt, flag)
         elif kind == "fire" and d.timers:
             started = sorted(d.timers.values(), key=lambda t: t.timer)[a % len(d.timers)]
-            del d.timers[(started.kind, started.subject)]
-            d.send(TimerFired(d.now, started.timer))
+            d.fire_timer(started.timer)
         elif kind == "policy":
             name, effect, approval = TOOLS[a % len(TOOLS)]
             flipped = (EffectClass.READ if effect is not EffectClass.READ

@@ -1,17 +1,18 @@
-"""What a lockstep (`atmostonce.check.lockstep.conformance.Lockstep`) holds, and how it talks to the
-executor under test: the model's concrete state, the executor (guarded,
-`atmostonce.check.executors.guard`) with the world around it (its journal, timers, workers and their
-runs, the go-aheads sent, the records published, the replies, the services' ledgers), events sent to
-it, and its commands carried out: journal entries kept, timers started and stopped, go-aheads passed
-to their workers once persisted (D-5), records and replies collected, retry backoffs fired at once.
+"""What a lockstep (`atmostonce.check.lockstep.conformance.Lockstep`) holds, and the effects it
+supplies to the host (`atmostonce.check.host.Host`) that carries out the executor's commands:
+the model's concrete state, the executor (guarded, `atmostonce.check.executors.guard`) with the
+world around it (its journal, workers and their runs, the go-aheads sent, the records
+published, the replies, the services' ledgers). Journal entries are kept, go-aheads passed to
+their workers (the host judges D-5 first), records and replies collected, retry backoffs fired
+at once; any breach of the host's rules is a disagreement.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
 from atmostonce.check.executors import guard
+from atmostonce.check.host.host import Host
 from atmostonce.model.config import ModelConfig
 from atmostonce.model.layout import Label, State
 from atmostonce.model.protocol import Protocol
@@ -26,7 +27,9 @@ class Disagreement(AssertionError):
 
 
 @dataclass
-class Run:
+class RunAtWorker:
+    """A run of an attempt that a worker of the lockstep's world has going."""
+
     worker: str
     attempt: str
     key: str
@@ -57,22 +60,20 @@ class LockstepState:
         self.factory = factory
         self.log: list[str] = []
         self.executor_config = executor_config(config)
-        self.executor: p.Executor = guard.build(factory, self.executor_config, True)
+        self.host = Host(self, guard.build(factory, self.executor_config, True))
         self.clock = 0.0
         self.journal: list[dict[str, p.JSON]] = []
-        self.timers: dict[str, p.StartTimer] = {}
         self.timer_clock: dict[str, float] = {}
-        """When each running timer was started, on the harness's clock."""
+        """When each timer was last started, on the harness's clock."""
+        self.backoffs: list[str] = []
+        """The retry backoffs the batch being carried out started."""
         self.asked_clock: dict[str, float] = {}
         """When each call was asked, by key."""
         self.workers = [Worker(f"w{i}") for i in range(config.workers)]
         self.keys: list[str] = []
         self.tools: list[str] = []
         self.sent: dict[str, tuple[str, str]] = {}  # worker -> (attempt, key) of a go-ahead
-        self.attempt_key: dict[str, str] = {}
-        self.attempt_worker: dict[str, str] = {}
-        """The worker each attempt's go-ahead went to."""
-        self.runs: dict[tuple[int, str], Run] = {}  # (call, worker) -> run
+        self.runs: dict[tuple[int, str], RunAtWorker] = {}  # (call, worker) -> run
         self.hand_outs: dict[str, int] = {}
         self.published: dict[str, list[str]] = {}
         self.published_errors: dict[str, list[str]] = {}
@@ -109,50 +110,80 @@ class LockstepState:
         for w in self.workers:
             self._send(p.Connected(self.clock, w.name))
 
+    @property
+    def executor(self) -> p.Executor:
+        return self.host.executor
+
+    @property
+    def timers(self) -> dict[str, p.StartTimer]:
+        """The executor's timers that run, by name."""
+        return self.host.timers
+
     def _send(self, event: p.Event) -> list[p.Command]:
-        commands = self.executor.handle(event)
-        self._carry_out(commands)
+        commands = self.host.feed(event)
+        self._took(commands)
         return commands
 
-    def _carry_out(self, commands: list[p.Command]) -> None:
-        backoffs: list[str] = []
-        for i, command in enumerate(commands):
-            if isinstance(command, p.Persist):
-                self.journal.append(command.entry)
-            elif isinstance(command, p.GoAhead):
-                persisted = any(isinstance(c, p.Persist) and command.attempt in json.dumps(c.entry)
-                                for c in commands[:i])
-                if not persisted:
-                    raise Disagreement(
-                        f"go-ahead for {command.attempt} sent before its hand-out was persisted "
-                        "(D-5)")
-                self.sent[command.worker] = (command.attempt, command.key)
-                self.attempt_key[command.attempt] = command.key
-                self.attempt_worker[command.attempt] = command.worker
-            elif isinstance(command, p.StartTimer):
-                self.timers[command.timer] = command
-                self.timer_clock[command.timer] = self.clock
-                if command.kind is p.TimerKind.RETRY_BACKOFF:
-                    backoffs.append(command.timer)
-            elif isinstance(command, p.StopTimer):
-                self.timers.pop(command.timer, None)
-            elif isinstance(command, p.Publish):
-                key = f"{command.event.session_id}/{command.event.turn_id}/" \
-                      f"{command.event.tool_call_id}"
-                self.published.setdefault(key, []).append(command.event.status.value)
-                self.published_errors.setdefault(key, []).append(command.event.error)
-            elif isinstance(command, p.Reply):
-                self.replies[command.request] = command
-        for timer in backoffs:  # backoff is timing the model abstracts away
-            if timer in self.timers:
+    def _took(self, commands: list[p.Command]) -> None:
+        """After a batch: the retry backoffs it started fire at once (backoff is timing the model
+        abstracts away)."""
+        backoffs, self.backoffs = self.backoffs, []
+        for timer in backoffs:
+            if timer in self.host.timers:
                 self._fire(timer)
 
     def _fire(self, timer: str) -> None:
-        self.timers.pop(timer, None)
-        self._send(p.TimerFired(self.clock, timer))
+        """The running timer `timer` fires; the host judges the answer to a run timeout."""
+        self._took(self.host.fire(timer, self.clock) or [])
+
+    def _restart(self) -> None:
+        """The server restarts on its journal with a fresh executor (D-8)."""
+        executor = guard.build(self.factory, self.executor_config, True)
+        self._took(self.host.restart(executor, list(self.journal), self.clock))
+
+    # -- the effects of the executor's commands --------------------------------------------------
+
+    def persist(self, entry: dict[str, p.JSON]) -> bool:
+        self.journal.append(entry)
+        return False
+
+    def start_timer(self, command: p.StartTimer) -> None:
+        self.timer_clock[command.timer] = self.clock
+        if command.kind is p.TimerKind.RETRY_BACKOFF:
+            self.backoffs.append(command.timer)
+
+    def stop_timer(self, timer: str) -> None:
+        """The host forgets it; the lockstep keeps when it was started."""
+
+    def go_ahead(self, command: p.GoAhead, persisted: bool) -> None:
+        self.sent[command.worker] = (command.attempt, command.key)
+
+    def no_work(self, command: p.NoWork) -> None:
+        """The polling worker stays idle."""
+
+    def cancel(self, command: p.Cancel) -> None:
+        """Cooperative: the model's run goes on (TC-AMO-3)."""
+
+    def drop_worker(self, command: p.DropWorker) -> None:
+        """The model's worker is lost already when the executor drops it."""
+
+    def publish(self, command: p.Publish) -> None:
+        event = command.event
+        key = f"{event.session_id}/{event.turn_id}/{event.tool_call_id}"
+        self.published.setdefault(key, []).append(event.status.value)
+        self.published_errors.setdefault(key, []).append(event.error)
+
+    def reply(self, command: p.Reply) -> None:
+        self.replies[command.request] = command
+
+    def cut(self, rest: list[p.Command], handed: list[p.GoAhead]) -> None:
+        raise AssertionError("the lockstep's server never dies inside a batch")
+
+    def broken(self, rule: str, text: str) -> None:
+        raise Disagreement(text)
 
     def _timer(self, kind: p.TimerKind, key: str = "", subject: str = "") -> str | None:
-        for timer, start in self.timers.items():
+        for timer, start in self.host.timers.items():
             if start.kind is not kind:
                 continue
             if subject and start.subject == subject:

@@ -208,10 +208,9 @@ class _Recording(Lockstep):
         self.commands: list[p.Command] = []
         super().__init__(config, factory, protocol_for(config))
 
-    def _send(self, event: p.Event) -> list[p.Command]:
-        commands = super()._send(event)
+    def _took(self, commands: list[p.Command]) -> None:
         self.commands.extend(commands)
-        return commands
+        super()._took(commands)
 
     def did(self) -> str:
         """What the executor shows and did in the step: each call's status, the services'

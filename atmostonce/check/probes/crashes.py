@@ -101,7 +101,7 @@ def _uncut(factory: ExecutorFactory, config: ExecutorConfig) -> Uncut:
         return key
 
     def run(worker: str, finish: bool = True) -> str:
-        go = drive.go_ahead(worker)
+        go = drive.poll(worker)
         if go is None:
             raise SpecError(f"worker {worker} polled for a queued call and got no go-ahead")
         if finish:
@@ -157,7 +157,7 @@ def _tool_errors(uncut: Uncut) -> list[str]:
 def _recovered(factory: ExecutorFactory, config: ExecutorConfig, uncut: Uncut, cut: int,
                at: float) -> tuple[TimedDrive, list[Command]]:
     drive = TimedDrive(factory(config), (SESSION, FLOORED), at)
-    commands = drive.take("recover", drive.executor.recover(uncut.drive.journal[:cut], at))
+    commands = drive.recover(uncut.drive.journal[:cut], at)
     return drive, commands
 
 
@@ -273,14 +273,14 @@ def _fence(factory: ExecutorFactory, config: ExecutorConfig) -> list[str]:
     drive.send(OpenSession, SESSION, None, True)
     drive.send(Connected, "w1")
     drive.send(Ask, SESSION, "t1", "c1", "charge", '{"n": 1}')
-    if drive.go_ahead("w1") is None:
+    if drive.poll("w1") is None:
         return ["D-6: the fence probe's single-attempt call got no go-ahead"]
     after = TimedDrive(factory(config), (SESSION,), drive.clock + 1.0)
-    after.take("recover", after.executor.recover(list(drive.journal), after.clock))
+    after.recover(list(drive.journal), after.clock)
     after.send(Connected, "w2")
     after.send(Ask, SESSION, "t2", "c2", "charge", '{"n": 2}')
     for _ in range(SETTLE_ROUNDS):
-        if after.go_ahead("w2") is not None:
+        if after.poll("w2") is not None:
             return []
         if after.views()[f"{SESSION}/t2/c2"].status not in IN_PROGRESS or not after.fire_next():
             break

@@ -49,7 +49,7 @@ def _probe(executor: Executor) -> list[str]:
     for worker in ("w1", "w2", "w3", "w4"):
         drive.send(Connected, worker)
     drive.send(Ask, SESSION, "t1", "c1", ABANDONED)
-    first = drive.go_ahead("w1")
+    first = drive.poll("w1")
     if first is None:
         return ["D-6: the first call of a single-attempt tool got no go-ahead"]
     if not drive.fire(TimerKind.RUN_TIMEOUT, first.attempt):
@@ -58,16 +58,16 @@ def _probe(executor: Executor) -> list[str]:
             (OTHER, "w2", "a single-attempt call of another tool"),
             (READER, "w3", "a read")), start=2):
         drive.send(Ask, SESSION, f"t{number}", f"c{number}", tool)
-        if drive.go_ahead(worker) is None:
+        if drive.poll(worker) is None:
             return [f"D-6: with the fence on, {what} was held back while a run of "
                     f"{ABANDONED} that the executor gave up on might still go: the fence "
                     f"holds back only new calls of {ABANDONED}"]
     drive.send(Ask, SESSION, "t4", "c4", ABANDONED)
-    if drive.go_ahead("w4") is not None:
+    if drive.poll("w4") is not None:
         return [f"D-6: with the fence on, a new call of {ABANDONED} went ahead while the run "
                 "the executor gave up on might still go"]
     drive.send(Finished, "w1", first.attempt, True)
-    if drive.go_ahead("w1") is None:
+    if drive.poll("w1") is None:
         return [f"D-6: with the fence on, the new call of {ABANDONED} was still held back after "
                 "the abandoned run was over"]
     return []

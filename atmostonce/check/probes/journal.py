@@ -176,7 +176,7 @@ def _workload(factory: ExecutorFactory, config: ExecutorConfig
 
     def hand(worker: str) -> GoAhead:
         drive.send(Connected, worker)
-        go = drive.go_ahead(worker)
+        go = drive.poll(worker)
         if go is None:
             raise SpecError(f"worker {worker} polled for a queued call and got no go-ahead")
         ids[go.attempt] = go.key

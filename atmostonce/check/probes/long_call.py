@@ -67,7 +67,7 @@ def _retried(executor: Executor) -> Drive:
     for number in range(ATTEMPTS):
         worker = f"w{number}"
         drive.send(Connected, worker)
-        if drive.go_ahead(worker) is None:
+        if drive.poll(worker) is None:
             break
         drive.fire(TimerKind.HEARTBEAT_TIMEOUT, worker)
         if KEY in drive.records or not drive.fire(TimerKind.RETRY_BACKOFF, KEY):

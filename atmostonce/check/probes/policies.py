@@ -164,7 +164,7 @@ def _run_out(drive: Drive, expected: dict[str, EffectivePolicy]) -> str:
     made = dict.fromkeys(expected, 0)
     wanted: dict[str, Record] = {}
     while len(wanted) < len(expected):
-        go = drive.go_ahead(WORKER)
+        go = drive.poll(WORKER)
         if go is None:
             fired = [drive.fire(TimerKind.RETRY_BACKOFF, key) for key in expected
                      if key not in wanted]

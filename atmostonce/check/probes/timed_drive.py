@@ -1,7 +1,7 @@
 """A fresh or recovered executor driven through the protocol on a clock that timers advance:
-each event's batch of commands noted with the journal entries it persisted, every timer kept
+each batch the host carried out noted with the journal entries it persisted, every timer kept
 with the time it is due, so a probe can cut the journal inside any batch and drive what it
-recovers to quiescence (what `crash_probe` uses)."""
+recovers to quiescence (what the crash probe uses)."""
 
 from __future__ import annotations
 
@@ -19,8 +19,6 @@ from atmostonce.spec.protocol import (
     GoAhead,
     Publish,
     StartTimer,
-    StopTimer,
-    TimerFired,
     TimerKind,
 )
 from atmostonce.spec.session import ToolCallStatus, ToolCallView
@@ -42,42 +40,44 @@ class Batch:
 
 class TimedDrive(Drive):
     """A `Drive` over several sessions that also keeps when each running timer is due and
-    each batch it carried out."""
+    each batch the host carried out."""
 
     def __init__(self, executor: Executor, sessions: Sequence[str], clock: float = 0.0) -> None:
         super().__init__(executor, sessions[0])
         self.sessions = tuple(sessions)
         self.clock = clock
         self.due: dict[str, float] = {}
-        """When each timer of `timers` is due."""
+        """When each running timer is due."""
         self.batches: list[Batch] = []
         self.dropped: set[str] = set()
+        self.batch_start = 0
+        """Where the journal stood when the batch being carried out began."""
 
-    def take(self, label: str, commands: list[Command]) -> list[Command]:
-        """Carry out one batch of commands as a harness would, and note it."""
-        start, published = len(self.journal), []
-        super().take(label, commands)
-        for command in commands:
-            if isinstance(command, StartTimer):
-                self.due[command.timer] = self.clock + command.delay
-            elif isinstance(command, StopTimer):
-                self.due.pop(command.timer, None)
-            elif isinstance(command, DropWorker):
-                self.dropped.add(command.worker)
-            elif isinstance(command, Publish):
-                event = command.event
-                published.append(f"{event.session_id}/{event.turn_id}/{event.tool_call_id}")
-        self.batches.append(Batch(label, self.clock, start, len(self.journal),
+    def took(self, label: str, commands: list[Command]) -> list[Command]:
+        """Note the batch: the journal entries it persisted and the records it published."""
+        published = [f"{c.event.session_id}/{c.event.turn_id}/{c.event.tool_call_id}"
+                     for c in commands if isinstance(c, Publish)]
+        self.batches.append(Batch(label, self.clock, self.batch_start, len(self.journal),
                                   tuple(published)))
+        self.batch_start = len(self.journal)
         return commands
+
+    def start_timer(self, command: StartTimer) -> None:
+        self.due[command.timer] = self.clock + command.delay
+
+    def stop_timer(self, timer: str) -> None:
+        self.due.pop(timer, None)
+
+    def drop_worker(self, command: DropWorker) -> None:
+        self.dropped.add(command.worker)
 
     def fire(self, kind: TimerKind, subject: str) -> bool:
         """Fire the running timer of `kind` about `subject` (a call's key, an attempt or a
         worker) when it is due; False when there is none."""
         for timer, due in sorted(self.due.items(), key=lambda item: item[1]):
-            start = self.timers[timer]
+            start = self.host.timers[timer]
             if start.kind is kind and subject in (start.key, start.subject):
-                self._fire(timer, due)
+                self._fire_due(timer, due)
                 return True
         return False
 
@@ -86,21 +86,20 @@ class TimedDrive(Drive):
         if not self.due:
             return False
         timer, due = min(self.due.items(), key=lambda item: item[1])
-        self._fire(timer, due)
+        self._fire_due(timer, due)
         return True
 
-    def _fire(self, timer: str, due: float) -> None:
+    def _fire_due(self, timer: str, due: float) -> None:
         del self.due[timer]
-        del self.timers[timer]
         self.clock = max(self.clock, due - 1.0)
-        self.send(TimerFired, timer)
+        self._fire(timer)
 
-    def go_ahead(self, worker: str) -> GoAhead | None:
+    def poll(self, worker: str) -> GoAhead | None:
         """The go-ahead a poll of `worker` got; a worker the executor dropped connects first."""
         if worker in self.dropped:
             self.dropped.discard(worker)
             self.send(Connected, worker)
-        return super().go_ahead(worker)
+        return super().poll(worker)
 
     def views(self) -> dict[str, ToolCallView]:
         """Every call the sessions show, by key."""
@@ -119,7 +118,7 @@ class TimedDrive(Drive):
                 return True
             handed = False
             for worker in workers:
-                go = self.go_ahead(worker)
+                go = self.poll(worker)
                 if go is not None:
                     handed = True
                     ok, output = results.get(go.arguments, (True, ""))

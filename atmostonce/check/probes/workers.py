@@ -232,7 +232,7 @@ class _Probe:
         if worker not in self.connected:
             self.connected.add(worker)
             self.drive.send(Connected, wire(worker))
-        go = self.drive.go_ahead(wire(worker))
+        go = self.drive.poll(wire(worker))
         if go is None:
             raise _Found(f"D-6: worker {worker} polled for the call {key} and got no go-ahead, "
                          "though no run of its tool had been given up on")
@@ -273,7 +273,7 @@ class _Probe:
         self.checkers += 1
         checker = f"checker{self.checkers}"
         drive.send(Connected, checker)
-        go = drive.go_ahead(checker)
+        go = drive.poll(checker)
         if go is None:
             drive.fire(TimerKind.QUEUE_TIMEOUT, key)
             return False

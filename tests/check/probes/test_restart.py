@@ -24,6 +24,7 @@ from atmostonce.spec.protocol import (
     Poll,
     TimerFired,
 )
+from atmostonce.spec.session import AgentSnapshot, ToolCallStatus
 
 
 @pytest.mark.clause("TC-REC-1", "TC-REC-2", "D-8")
@@ -68,15 +69,27 @@ def test_a_restart_that_changes_a_record_is_caught() -> None:
                                   "another error")
 
 
+class ShowsNoRecord(ReferenceExecutor):
+    def snapshot(self, session_id: str) -> AgentSnapshot:
+        shown = super().snapshot(session_id)
+        going = (ToolCallStatus.AWAITING_APPROVAL, ToolCallStatus.RUNNING)
+        return replace(shown, tool_calls=tuple(v for v in shown.tool_calls if v.status in going))
+
+
+def test_an_executor_that_shows_no_record_cannot_pass_by_showing_nothing() -> None:
+    [problem] = probe_restart(ShowsNoRecord, ExecutorConfig())
+    assert problem.startswith("the restart probe drove the calls only to awaiting_approval:")
+
+
 class RecordsNothing(ReferenceExecutor):
     def handle(self, event: Event) -> list[Command]:
         ignored = isinstance(event, Finished | TimerFired | Answer)
         return [] if ignored else super().handle(event)
 
 
-def test_an_executor_that_records_nothing_cannot_pass_by_showing_nothing() -> None:
+def test_an_executor_that_records_nothing_is_caught_by_the_first_rule_it_breaks() -> None:
     [problem] = probe_restart(RecordsNothing, ExecutorConfig())
-    assert "drove the calls only to awaiting_approval, running" in problem
+    assert "did not cancel it there (A-CANCEL-ON-TIMEOUT" in problem
 
 
 class HandsOutNothing(ReferenceExecutor):
