@@ -173,7 +173,7 @@ def check_conformance(path: str, factory: ExecutorFactory, report: bool = False,
         meter.update(note="probes")
         found, details = first_problems(factory, executor_config(DEFAULT))
         verdict = found or verdict
-        if found != PROBES[0][0]:
+        if found != PROBES[0].verdict:
             resolved = f" and {sum(1 for _ in cases()):,} policy resolutions"
     checked = CheckResult(
         "conformance", "model-generated schedules", not details,
