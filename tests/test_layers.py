@@ -32,17 +32,20 @@ def _graph() -> grimp.ImportGraph:
     return grimp.build_graph("atmostonce", cache_dir=None)
 
 
-def _layers() -> list[grimp.Layer]:
-    """The layers contract of pyproject.toml as grimp layers ("a | b": independent siblings)."""
-    (contract,) = [c for c in _contracts() if c["type"] == "layers"]
-    return [grimp.Layer(*(m.strip() for m in layer.split("|")), independent=True)
-            for layer in contract["layers"]]
+def _layer_contracts() -> list[tuple[list[grimp.Layer], set[str]]]:
+    """Each layers contract of pyproject.toml as grimp layers ("a | b": independent siblings),
+    with the packages it applies inside (none: the root's children)."""
+    return [([grimp.Layer(*(m.strip() for m in layer.split("|")), independent=True)
+              for layer in contract["layers"]], set(contract.get("containers", ())))
+            for contract in _contracts() if contract["type"] == "layers"]
 
 
 def _upward(graph: grimp.ImportGraph) -> set[tuple[str, str]]:
-    """Every (importer, imported) package pair that goes against the layers."""
+    """Every (importer, imported) package pair that goes against a layers contract."""
     return {(d.importer, d.imported)
-            for d in graph.find_illegal_dependencies_for_layers(layers=_layers())}
+            for layers, containers in _layer_contracts()
+            for d in graph.find_illegal_dependencies_for_layers(layers=layers,
+                                                                 containers=containers)}
 
 
 def _forbidden(graph: grimp.ImportGraph) -> list[tuple[str, str]]:
@@ -83,10 +86,14 @@ def test_no_module_imports_a_module_that_imports_it_back() -> None:
 
 def test_every_package_is_in_a_layer() -> None:
     graph = _graph()
-    layered = {m for layer in _layers() for m in layer.module_tails}
-    packages = {m for m in graph.find_children("atmostonce")
-                if m not in ("atmostonce.__main__",)}
-    assert packages <= layered
+    for layers, containers in _layer_contracts():
+        for parent in containers or {"atmostonce"}:
+            prefix = f"{parent}." if containers else ""
+            layered = {f"{prefix}{m}" for layer in layers for m in layer.module_tails}
+            packages = {m for m in graph.find_children(parent)
+                        if m not in ("atmostonce.__main__",) and not (containers and m.endswith(
+                            "__init__"))}
+            assert packages <= layered, (parent, packages - layered)
 
 
 def test_lint_imports_keeps_every_contract() -> None:
@@ -102,6 +109,9 @@ def test_lint_imports_keeps_every_contract() -> None:
     ("atmostonce.executor.core", "atmostonce.runtime.server"),
     ("atmostonce.sim.engine", "atmostonce.runtime.client"),
     ("atmostonce.runtime.server", "atmostonce.engines.adapter"),
+    ("atmostonce.check.host.host", "atmostonce.check.lockstep.state"),
+    ("atmostonce.check.history.entries", "atmostonce.check.executors.guard"),
+    ("atmostonce.check.lockstep.conformance", "atmostonce.check.probes.table"),
 ])
 def test_an_upward_import_is_caught(importer: str, imported: str) -> None:
     graph = _graph()

@@ -58,7 +58,7 @@ def cancel_missing(attempt: str, worker: str | None, commands: Sequence[Command]
     if any(type(c) is Cancel and c.attempt == attempt and c.worker == worker for c in commands):
         return None
     sent = [f"{c.attempt} to {c.worker}" for c in commands if isinstance(c, Cancel)]
-    return (f"attempt {attempt} timed out at {worker} and the executor did not cancel it there "
+    return (f"attempt {attempt} timed out at {worker} and was not cancelled there "
             f"({CANCEL_ON_TIMEOUT}, TC-AMO-3; cancels sent: {', '.join(sent) or 'none'})")
 
 

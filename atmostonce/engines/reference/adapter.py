@@ -52,8 +52,9 @@ CONNECT_TIMEOUT = 5.0
 REQUEST_TIMEOUT = 30.0
 WATCH = 0.02
 """Seconds between two looks at a worker that is starting and the server it waits for."""
-_FAILURE = re.compile(r"\bthe executor\b")
-"""What the server's log line about a failure of the executor says."""
+_FAILURE = re.compile(r"\bthe executor(?: failed|'s commands)\b")
+"""What the server's log line about a failure of the executor says (a failure stops the
+server; a broken protocol rule it only logs is judged by the history)."""
 _RECORD = re.compile(r"^\d{4}-\d\d-\d\d ")
 """How a log record's first line starts (its time), as opposed to a traceback's lines."""
 

@@ -89,7 +89,7 @@ class RecordsNothing(ReferenceExecutor):
 
 def test_an_executor_that_records_nothing_is_caught_by_the_first_rule_it_breaks() -> None:
     [problem] = probe_restart(RecordsNothing, ExecutorConfig())
-    assert "did not cancel it there (A-CANCEL-ON-TIMEOUT" in problem
+    assert "was not cancelled there (A-CANCEL-ON-TIMEOUT" in problem
 
 
 class HandsOutNothing(ReferenceExecutor):
