@@ -74,6 +74,7 @@ from atmostonce.model.layout import (
 )
 from atmostonce.model.protocol import Protocol
 from atmostonce.model.tables import Table
+from atmostonce.spec.properties import PropertyId
 
 _END_TRIGGER: Final = {
     E_NOT_REACHED: "expire", E_RETURNED: "return_result", E_TOOL_FAILED: "report_failure",
@@ -151,9 +152,9 @@ class CallSteps(Interning):
         c[AW] = -1
         if decision == "retry":
             if end in (E_RETURNED, E_TOOL_FAILED):
-                notes.append("!A-RETRY-CLASSES")
+                notes.append("!" + PropertyId.A_RETRY_CLASSES)
             if effect == READ_I and end in (E_LOST, E_LOST_RESTART):
-                notes.append("S-READ-RETRY-AFTER-LOSS")
+                notes.append(PropertyId.S_READ_RETRY_AFTER_LOSS)
             c[NATT] = natt + 1
             c[AS] = self._fire(ATTEMPT, A_NONE, "schedule")
         else:
@@ -240,8 +241,8 @@ class CallSteps(Interning):
                         n[G] = _bump(n[G], G_HANDS_SHIFT, G_HANDS_MASK)
                         # With the fence on, handing out while an abandoned run of the tool
                         # really goes on breaks A-FENCE (D-6).
-                        notes_hand = ("!A-FENCE",) if orphaned and self.single[c[T]][c[POL]] \
-                            else NO_NOTES
+                        notes_hand = (("!" + PropertyId.A_FENCE,)
+                                      if orphaned and self.single[c[T]][c[POL]] else NO_NOTES)
                         out.append(("hand", w, self.intern(tuple(n)), (), -1, notes_hand, True))
             elif a == A_HANDED:
                 if ws[c[AW]] == W_UP:

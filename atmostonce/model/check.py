@@ -15,6 +15,7 @@ from atmostonce.model.system import System
 from atmostonce.model.trace import Trace, build, config_json
 from atmostonce.progress import Meter
 from atmostonce.spec.errors import SpecError
+from atmostonce.spec.properties import PropertyId
 
 DEFAULT = ModelConfig(calls=1, faults=2)
 """The default bound: two workers, every effect class, one call and one re-ask, two attempts,
@@ -127,7 +128,7 @@ def run(config: ModelConfig, *, progress: Progress | None = None, stop_at_first:
     if count:
         report.edge_counts = count_edges(system, explorer.states)
     report.violations = [build(explorer, v, "counterexample") for v in result.violations]
-    witness = result.witnesses.get("S-DOUBLE-RUN")
+    witness = result.witnesses.get(PropertyId.S_DOUBLE_RUN)
     if witness is not None:
         report.double_run = build(explorer, witness, "witness")
     if with_findings and not config.mutant:

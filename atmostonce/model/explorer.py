@@ -16,6 +16,7 @@ from atmostonce.model.layout import Label, State
 from atmostonce.model.machines import ALL_MACHINES
 from atmostonce.model.properties import Properties, Violation
 from atmostonce.model.system import Successor, System
+from atmostonce.spec.properties import PropertyId
 
 
 @dataclass(frozen=True)
@@ -220,7 +221,7 @@ class Explorer:
             for source, target, succ in suspicious:
                 length = self._cycle_length(target, source, index)
                 if length:
-                    record([Violation("E-EVERY-CALL-RECORDED", -1,
+                    record([Violation(PropertyId.E_EVERY_CALL_RECORDED, -1,
                                       f"{succ.label[0]} closes a cycle of {length} steps that "
                                       "can repeat for ever")], target, source, succ)
                     break

@@ -24,6 +24,7 @@ from atmostonce.model.protocol import Protocol, decision_table
 from atmostonce.model.tables import with_edge
 from atmostonce.spec.errors import SpecError
 from atmostonce.spec.policy import EffectClass
+from atmostonce.spec.properties import PropertyId
 from atmostonce.spec.records import FailureKind
 
 SINGLE_EFFECTS = (EffectClass.NON_IDEMPOTENT_WRITE, EffectClass.UNCLASSIFIED)
@@ -88,56 +89,57 @@ def _timeout_as_tool_failure() -> Protocol:
 MUTANTS: tuple[ModelMutant, ...] = (
     ModelMutant("retry_non_idempotent", "TC-EFF-NONIDEM",
                 "a non-idempotent write whose worker was lost gets a second attempt",
-                "A-ONE-ATTEMPT", _retry_non_idempotent),
+                PropertyId.A_ONE_ATTEMPT, _retry_non_idempotent),
     ModelMutant("did_not_run_after_reach", "TC-REC-NOTRUN",
                 "an attempt lost after it reached a worker is recorded as never run",
-                "A-DID-NOT-RUN-TRUE", _did_not_run_after_reach),
+                PropertyId.A_DID_NOT_RUN_TRUE, _did_not_run_after_reach),
     ModelMutant("second_worker", "TC-AMO-1",
                 "a lost attempt is handed to another worker instead of being decided",
-                "A-ONE-WORKER", lambda: Protocol(rehand_lost=True)),
+                PropertyId.A_ONE_WORKER, lambda: Protocol(rehand_lost=True)),
     ModelMutant("retry_after_unknown", "TC-REC-EXHAUST-OTHER",
                 "a call recorded outcome_unknown is queued for another attempt",
-                "A-NO-ATTEMPT-AFTER-UNKNOWN", lambda: Protocol(retry_after_unknown=True)),
+                PropertyId.A_NO_ATTEMPT_AFTER_UNKNOWN, lambda: Protocol(retry_after_unknown=True)),
     ModelMutant("approval_default_skipped", "TC-APR-2",
                 "only an explicit requires_approval=true makes a call wait; the class default "
-                "is ignored", "A-APPROVAL", lambda: Protocol(approval_default=False)),
+                "is ignored", PropertyId.A_APPROVAL, lambda: Protocol(approval_default=False)),
     ModelMutant("reach_after_go_ahead", "D-5",
                 "the journal records the reach only when the first heartbeat arrives, after "
-                "the go-ahead", "A-DID-NOT-RUN-TRUE", lambda: Protocol(reach_at_hand=False)),
+                "the go-ahead", PropertyId.A_DID_NOT_RUN_TRUE,
+                lambda: Protocol(reach_at_hand=False)),
     ModelMutant("no_self_fence", "D-12",
                 "a cut-off worker goes on running its tool after the server declared it lost",
-                "A-DOUBLE-RUN-SHAPE", lambda: Protocol(self_fence=False)),
+                PropertyId.A_DOUBLE_RUN_SHAPE, lambda: Protocol(self_fence=False)),
     ModelMutant("late_result_overwrites", "TC-REC-1",
                 "a result arriving after the call was recorded replaces the record",
-                "A-ONE-RECORD", lambda: Protocol(late_result_overwrites=True)),
+                PropertyId.A_ONE_RECORD, lambda: Protocol(late_result_overwrites=True)),
     ModelMutant("retry_new_key", "TC-KEY-1",
-                "a retry passes a different idempotency key", "A-SAME-KEY",
+                "a retry passes a different idempotency key", PropertyId.A_SAME_KEY,
                 lambda: Protocol(retry_key_changes=True)),
     ModelMutant("policy_change_reaches_asked_call", "TC-SNAP-1",
-                "a policy change applies to calls asked before it", "A-ONE-ATTEMPT",
+                "a policy change applies to calls asked before it", PropertyId.A_ONE_ATTEMPT,
                 lambda: Protocol(snapshot_policy=False)),
     ModelMutant("fence_ignored", "D-6",
                 "with the fence on, a new call of the tool still starts while the abandoned "
-                "run goes on", "A-FENCE", lambda: Protocol(fence_checked=False),
+                "run goes on", PropertyId.A_FENCE, lambda: Protocol(fence_checked=False),
                 {"fence": True}),
     ModelMutant("reconcile_without_history", "TC-RCN-ONCE",
                 "the reconcile job sends reports without reading the history first",
-                "E-RECONCILE-ONCE", lambda: Protocol(reconcile_reads_history=False)),
+                PropertyId.E_RECONCILE_ONCE, lambda: Protocol(reconcile_reads_history=False)),
     ModelMutant("read_unknown", "TC-REC-EXHAUST-READ",
                 "a read out of attempts after a worker loss records outcome_unknown",
-                "A-EXHAUSTED-RECORD", _read_unknown),
+                PropertyId.A_EXHAUSTED_RECORD, _read_unknown),
     ModelMutant("lost_attempt_forgotten", "TC-REC-1",
                 "an attempt whose worker was declared lost is never decided, so the call waits "
-                "for ever", "E-EVERY-CALL-RECORDED", lambda: Protocol(decide_lost=False)),
+                "for ever", PropertyId.E_EVERY_CALL_RECORDED, lambda: Protocol(decide_lost=False)),
     ModelMutant("succeed_on_loss", "TC-REC-SUCC",
-                "a call whose worker was lost is recorded succeeded", "A-SUCCEEDED-RETURNED",
-                _succeed_on_loss),
+                "a call whose worker was lost is recorded succeeded",
+                PropertyId.A_SUCCEEDED_RETURNED, _succeed_on_loss),
     ModelMutant("timeout_as_tool_failure", "TC-REC-FAIL",
                 "a timed-out attempt of a CallTool call is recorded failed as if the tool had "
-                "reported the failure", "A-RECORD-MEANING", _timeout_as_tool_failure),
+                "reported the failure", PropertyId.A_RECORD_MEANING, _timeout_as_tool_failure),
     ModelMutant("history_restart_unreached", "D-30",
                 "reconcile's history step reads an attempt lost at a server restart as never "
-                "reached, and reports that the tool did not run", "A-DID-NOT-RUN-TRUE",
+                "reached, and reports that the tool did not run", PropertyId.A_DID_NOT_RUN_TRUE,
                 lambda: Protocol(restart_loss_reached=False)),
 )
 

@@ -39,6 +39,7 @@ from atmostonce.model.layout import (
     hands,
     last_end,
 )
+from atmostonce.spec.properties import PropertyId
 
 _Emit = Callable[
     [Label, Sequence[int], tuple[int, ...], tuple[int, ...], list[str], bool], None
@@ -87,7 +88,7 @@ class WorkerEvents(CallSteps):
                     pass
                 else:
                     if c[AS] == A_STARTED:
-                        notes.append("S-LOST-BEFORE-HEARTBEAT")
+                        notes.append(PropertyId.S_LOST_BEFORE_HEARTBEAT)
                     self._end_attempt(n, E_LOST, notes)
             if n[ABW] == w and p.self_fence:
                 n[ABW] = -1

@@ -8,7 +8,7 @@ from atmostonce.model import check
 from atmostonce.model.check import DEFAULT, CheckReport
 from atmostonce.model.properties import Properties
 from atmostonce.model.system import System
-from atmostonce.spec.properties import Kind, of_kind
+from atmostonce.spec.properties import Kind, PropertyId, of_kind
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +71,7 @@ def test_a_bound_too_small_reports_what_it_cannot_witness() -> None:
     report = check.run(config, with_findings=False)
     assert report.result.violations == []
     assert report.ok == (not Properties(System(config)).wanted - set(report.result.witnesses))
-    assert "S-DOUBLE-RUN" not in Properties(System(config)).wanted
+    assert PropertyId.S_DOUBLE_RUN not in Properties(System(config)).wanted
 
 
 def test_check_stops_with_an_incomplete_verdict_at_max_states() -> None:

@@ -10,6 +10,7 @@ from atmostonce.model import layout as s
 from atmostonce.model.explorer import Explorer
 from atmostonce.model.protocol import Protocol
 from atmostonce.model.system import System
+from atmostonce.spec.properties import PropertyId
 
 
 def claims_of(finding: str) -> dict[str, findings.Claim]:
@@ -54,4 +55,4 @@ def test_f7_reconcile_including_cancelled_calls_reports_them_and_a_blind_job_twi
     assert reported.goal_found is not None
     blind = System(config, Protocol(reconcile_reads_history=False))
     result = Explorer(blind, stop_at_first=True).run()
-    assert "E-RECONCILE-ONCE" in {v.property for v in result.violations}
+    assert PropertyId.E_RECONCILE_ONCE in {v.property for v in result.violations}

@@ -18,6 +18,7 @@ from atmostonce.model.config import ModelConfig, parse_tools
 from atmostonce.model.trace import config_from_json, config_json
 from atmostonce.report.charts import Chart, chart_of_schedule, chart_of_trace, parse_schedule
 from atmostonce.spec.errors import SpecError
+from atmostonce.spec.properties import PropertyId
 
 pytest.importorskip("matplotlib")
 
@@ -62,7 +63,7 @@ def test_the_double_run_witness_becomes_a_chart(tmp_path: Path) -> None:
     traces = _saved(tmp_path, "--tools", "non_idempotent_write+approval", "--crashes", "0",
                     "--partitions", "0", "--restarts", "0", "--policy-changes", "0",
                     "--reconcile-crashes", "0")
-    witness = next(t for t in traces if t["property"] == "S-DOUBLE-RUN")
+    witness = next(t for t in traces if t["property"] == PropertyId.S_DOUBLE_RUN)
     chart = chart_of_trace(witness)
     assert chart.lanes == ("agent", "people", "executor", "worker 0", "worker 1", "ledger")
     tool = "non_idempotent_write+approval"

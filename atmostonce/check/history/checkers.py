@@ -96,7 +96,7 @@ from atmostonce.check.history.records import RecordChecks
 from atmostonce.check.history.runs import RunChecks
 from atmostonce.check.history.state import OUTCOME_UNKNOWN
 from atmostonce.spec.policy import EffectClass
-from atmostonce.spec.properties import record_witness_id
+from atmostonce.spec.properties import PropertyId, record_witness_id
 from atmostonce.spec.protocol import ExecutorConfig
 from atmostonce.spec.records import Record
 from atmostonce.spec.session import ToolCallStatus
@@ -174,15 +174,15 @@ class HistoryChecker(ApprovalChecks, AttemptChecks, RecordChecks, RunChecks):
             if c.record is not None:
                 self.witnessed.add(_WITNESS[c.policy.effect._value_, c.record._value_])
             if c.record is None:
-                self._bad("E-EVERY-CALL-RECORDED", c, "the call never got a record", c.pos)
+                self._bad(PropertyId.E_EVERY_CALL_RECORDED, c, "the call never got a record", c.pos)
                 continue
             if c.record is OUTCOME_UNKNOWN:
                 if c.reports == 0:
-                    self._bad("E-RECONCILE-ONCE", c,
+                    self._bad(PropertyId.E_RECONCILE_ONCE, c,
                               "no reconcile report ever named this outcome_unknown call",
                               c.pos, c.record_pos)
                 if not c.runs:
-                    self.witnessed.add("S-UNKNOWN-NEVER-RAN")
+                    self.witnessed.add(PropertyId.S_UNKNOWN_NEVER_RAN)
         return self.take_fresh()
 
     def call_edges(self) -> CallEdges:

@@ -22,6 +22,7 @@ from atmostonce.spec.approval import (
     initial_approval,
 )
 from atmostonce.spec.policy import EffectClass, EffectivePolicy
+from atmostonce.spec.properties import PropertyId
 from atmostonce.spec.protocol import ExecutorConfig, TimerKind
 from atmostonce.spec.session import ToolCallStatus
 
@@ -203,7 +204,7 @@ class CheckerState:
         say so: the call did not keep the policy it was asked under."""
         later = self._policy_now(c)
         if later != c.policy and fits(later):
-            self._bad("A-POLICY-SNAPSHOT", c,
+            self._bad(PropertyId.A_POLICY_SNAPSHOT, c,
                       f"{what}, as the tool's later policy ({policy_text(later)}) says, not "
                       f"the policy in force when it was asked ({policy_text(c.policy)})",
                       c.pos, *positions)
