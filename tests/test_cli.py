@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from atmostonce.spec.properties import RECORD_WITNESS_PREFIX, PropertyId
+from atmostonce.spec.step_kinds import StepKind
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -63,7 +64,7 @@ def test_check_of_a_mutant_exits_1_with_the_counterexample(tmp_path: object) -> 
     with open(out) as handle:
         traces = json.load(handle)
     assert traces[0]["property"] == PropertyId.A_ONE_WORKER
-    assert traces[0]["steps"][0]["action"] == "ask"
+    assert traces[0]["steps"][0]["action"] == StepKind.ASK
 
 
 @pytest.mark.parametrize(("args", "message"), [

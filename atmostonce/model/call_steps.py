@@ -75,6 +75,7 @@ from atmostonce.model.layout import (
 from atmostonce.model.protocol import Protocol
 from atmostonce.model.tables import Table
 from atmostonce.spec.properties import PropertyId
+from atmostonce.spec.step_kinds import StepKind
 
 _END_TRIGGER: Final = {
     E_NOT_REACHED: "expire", E_RETURNED: "return_result", E_TOOL_FAILED: "report_failure",
@@ -214,16 +215,17 @@ class CallSteps(Interning):
         cst = c[CS]
         if cst == C_AWAIT:
             table = self.call_table(c[T], c[POL])
-            for what, fair in (("approve", False), ("reject", False), ("deadline", True)):
+            for what, fair in ((StepKind.APPROVE, False), (StepKind.REJECT, False),
+                              (StepKind.DEADLINE, True)):
                 n = list(c)
                 n[CS] = self._fire(table, C_AWAIT, what)
-                if what == "approve":
+                if what == StepKind.APPROVE:
                     n[G] |= G_APPROVED
                     n[NATT] = 1
                     n[AS] = self._fire(ATTEMPT, A_NONE, "schedule")
                 else:
                     n[G] = _bump(n[G], G_RECW_SHIFT, G_RECW_MASK)
-                    if what == "deadline":
+                    if what == StepKind.DEADLINE:
                         n[G] |= G_DEADLINE
                 out.append((what, -1, self.intern(tuple(n)), (), -1, NO_NOTES, fair))
         elif cst == C_ATTEMPTING:
@@ -232,7 +234,7 @@ class CallSteps(Interning):
                 notes: list[str] = []
                 n = list(c)
                 self._end_attempt(n, E_NOT_REACHED, notes)
-                out.append(("expire", -1, self.intern(tuple(n)), (), -1, tuple(notes), True))
+                out.append((StepKind.EXPIRE, -1, self.intern(tuple(n)), (), -1, tuple(notes), True))
                 if not (fenced and self.single[c[T]][c[POL]]):
                     for w in idle_up:
                         n = list(c)
@@ -243,7 +245,8 @@ class CallSteps(Interning):
                         # really goes on breaks A-FENCE (D-6).
                         notes_hand = (("!" + PropertyId.A_FENCE,)
                                       if orphaned and self.single[c[T]][c[POL]] else NO_NOTES)
-                        out.append(("hand", w, self.intern(tuple(n)), (), -1, notes_hand, True))
+                        out.append((StepKind.HAND, w, self.intern(tuple(n)), (), -1, notes_hand,
+                                    True))
             elif a == A_HANDED:
                 if ws[c[AW]] == W_UP:
                     n = list(c)
@@ -254,13 +257,13 @@ class CallSteps(Interning):
                     n[G] = g
                     n[RUNS] = self.runset(tuple(sorted(
                         (*self._runsets[c[RUNS]], (c[AW], R_STARTED, c[NATT])))))
-                    out.append(("go", c[AW], self.intern(tuple(n)), (), -1, NO_NOTES, True))
+                    out.append((StepKind.GO, c[AW], self.intern(tuple(n)), (), -1, NO_NOTES, True))
             elif a in (A_STARTED, A_RUNNING):
                 if a == A_STARTED and ws[c[AW]] == W_UP:
                     n = list(c)
                     n[AS] = self._fire(ATTEMPT, A_STARTED, "heartbeat")
                     n[G] |= G_HB
-                    out.append(("heartbeat", c[AW], self.intern(tuple(n)), (), -1, NO_NOTES,
+                    out.append((StepKind.HEARTBEAT, c[AW], self.intern(tuple(n)), (), -1, NO_NOTES,
                                 True))
                 if to_ok:
                     # The run timeout counts from the hand-out, so it may fire before the
@@ -271,8 +274,8 @@ class CallSteps(Interning):
                     n = list(c)
                     self._abandon(n, c[AW])
                     self._end_attempt(n, E_CANCELLED, notes)
-                    out.append(("time_out", c[AW], self.intern(tuple(n)), ((TO, -1), (FT, -1)),
-                                -1, tuple(notes), False))
+                    out.append((StepKind.TIME_OUT, c[AW], self.intern(tuple(n)),
+                                ((TO, -1), (FT, -1)), -1, tuple(notes), False))
         runs = self._runsets[c[RUNS]]
         for r, (_, rs, _) in enumerate(runs):
             if rs == R_STARTED:
@@ -288,7 +291,7 @@ class CallSteps(Interning):
             n = list(c)
             n[RSK] = 1
             new = self._new_call(c[T], tool_changed, reask=True)
-            out.append(("reask", -1, self.intern(tuple(n)), ((RSKB, -1),), new, NO_NOTES,
+            out.append((StepKind.REASK, -1, self.intern(tuple(n)), ((RSKB, -1),), new, NO_NOTES,
                         False))
         return tuple(out)
 
@@ -327,7 +330,7 @@ class CallSteps(Interning):
             delta = self._fire(PLAIN, tool_effects, "write") - tool_effects
             if delta:
                 deltas = ((TE, delta << (2 * tool)),)
-        return ("apply", w, self.intern(tuple(n)), deltas, -1, NO_NOTES, True)
+        return (StepKind.APPLY, w, self.intern(tuple(n)), deltas, -1, NO_NOTES, True)
 
     def _finish(self, c: Call, ws: tuple[int, ...], r: int, ok: bool) -> Local:
         """The tool returns (`ok`) or reports a failure; a cut-off worker holds the result."""
@@ -343,5 +346,5 @@ class CallSteps(Interning):
         else:
             runs[r] = (w, self._fire(RUN, rs, "hold_ok" if ok else "hold_fail"), an)
             n[RUNS] = self.runset(tuple(sorted(runs)))
-        return ("finish_ok" if ok else "finish_fail", w, self.intern(tuple(n)), (), -1,
-                tuple(notes) if notes else NO_NOTES, True)
+        return (StepKind.FINISH_OK if ok else StepKind.FINISH_FAIL, w, self.intern(tuple(n)), (),
+                -1, tuple(notes) if notes else NO_NOTES, True)

@@ -30,6 +30,7 @@ from atmostonce.model.layout import State
 from atmostonce.model.system import System
 from atmostonce.model.trace import Trace, build
 from atmostonce.spec.policy import EffectClass
+from atmostonce.spec.step_kinds import StepKind
 
 _WRITE = parse_tools("non_idempotent_write-approval")
 _HINTED = ModelConfig(workers=2, calls=1, reasks=0, max_attempts=2, crashes=0, partitions=0,
@@ -120,7 +121,7 @@ def _write_after_failed_record(claim_id: str, statement: str, config: ModelConfi
     trace = None
     if found is not None:
         source = explorer.states[found]
-        write = next((succ for succ in system.successors(source) if succ.label[0] == "apply"
+        write = next((succ for succ in system.successors(source) if succ.label[0] == StepKind.APPLY
                       and _effects(succ.state) > _effects(source)), None)
         if write is not None:
             trace = build(explorer, Finding(claim_id, statement, -1, found, write.label,

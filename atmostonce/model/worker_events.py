@@ -40,6 +40,7 @@ from atmostonce.model.layout import (
     last_end,
 )
 from atmostonce.spec.properties import PropertyId
+from atmostonce.spec.step_kinds import StepKind
 
 _Emit = Callable[
     [Label, Sequence[int], tuple[int, ...], tuple[int, ...], list[str], bool], None
@@ -113,14 +114,14 @@ class WorkerEvents(CallSteps):
         notes: list[str] = []
         event = "detect_crashed" if ws[w] == W_CRASHED else "detect_cut_off"
         new_ids = self._each(ids, event, w, notes)
-        emit(("detect", w, -1), gl, self._ws(ws, w, "detect"), new_ids, notes, True)
+        emit((StepKind.DETECT, w, -1), gl, self._ws(ws, w, "detect"), new_ids, notes, True)
 
     def _emit_reconnect(self, emit: _Emit, gl: tuple[int, ...], ws: tuple[int, ...],
                         ids: tuple[int, ...], w: int) -> None:
         """The cut-off worker's connection resumes: held results and run endings arrive."""
         notes: list[str] = []
         new_ids = self._each(ids, "reconnect", w, notes)
-        emit(("reconnect", w, -1), gl, self._ws(ws, w, "reconnect"), new_ids, notes, False)
+        emit((StepKind.RECONNECT, w, -1), gl, self._ws(ws, w, "reconnect"), new_ids, notes, False)
 
     def _emit_restart(self, emit: _Emit, gl: tuple[int, ...], ws: tuple[int, ...],
                       ids: tuple[int, ...]) -> None:
@@ -132,7 +133,7 @@ class WorkerEvents(CallSteps):
         ws2 = tuple(self._fire(WORKER, st, "server_restart") for st in ws)
         notes: list[str] = []
         new_ids = self._each(ids, "restart", -1, notes)
-        emit(("restart", -1, -1), gl2, ws2, new_ids, notes, False)
+        emit((StepKind.RESTART, -1, -1), gl2, ws2, new_ids, notes, False)
 
     def reconciled(self, c: Call) -> bool:
         """Whether the reconcile job looks at call `c`: an outcome_unknown call, and with
@@ -155,13 +156,13 @@ class WorkerEvents(CallSteps):
         sent = list(ids)
         for i in todo:
             sent[i] = self._reported(calls[i])
-        emit(("reconcile", -1, -1), gl, ws, tuple(sent), [], True)
+        emit((StepKind.RECONCILE, -1, -1), gl, ws, tuple(sent), [], True)
         if gl[JC] > 0:
             gl2 = list(gl)
             gl2[JC] -= 1
             for first in todo:
                 crashed = ids[:first] + (self._reported(calls[first]),) + ids[first + 1:]
-                emit(("reconcile_crash", first, -1), gl2, ws, crashed, [], False)
+                emit((StepKind.RECONCILE_CRASH, first, -1), gl2, ws, crashed, [], False)
 
     def _reported(self, c: Call) -> int:
         """The call once the job reported it. The report asks the history first (D-30): when it

@@ -11,6 +11,7 @@ from atmostonce.model.explorer import Explorer
 from atmostonce.model.protocol import Protocol
 from atmostonce.model.system import System
 from atmostonce.spec.properties import PropertyId
+from atmostonce.spec.step_kinds import StepKind
 
 
 def claims_of(finding: str) -> dict[str, findings.Claim]:
@@ -24,7 +25,7 @@ def test_every_claim_of_finding_f6_holds() -> None:
     for claim in claims.values():
         assert claim.holds, f"{claim.id}: {claim.statement}"
     assert claims["F-6a"].trace is not None
-    assert claims["F-6a"].trace.steps[-1].action["action"] == "apply"
+    assert claims["F-6a"].trace.steps[-1].action["action"] == StepKind.APPLY
     assert claims["F-6b"].trace is None
 
 
@@ -37,7 +38,7 @@ def test_f7_the_shortest_trace_records_failed_then_the_write_lands() -> None:
     trace = claims["F-7a"].trace
     assert trace is not None
     actions = [step.action["action"] for step in trace.steps]
-    assert actions == ["ask", "hand", "go", "time_out", "apply"]
+    assert actions == [StepKind.ASK, StepKind.HAND, StepKind.GO, StepKind.TIME_OUT, StepKind.APPLY]
     timed_out = trace.steps[3].changes
     assert "call 0 record: None -> failed" in timed_out
     assert "call 0 error: None -> may_still_be_running" in timed_out

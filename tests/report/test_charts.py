@@ -19,6 +19,7 @@ from atmostonce.model.trace import config_from_json, config_json
 from atmostonce.report.charts import Chart, chart_of_schedule, chart_of_trace, parse_schedule
 from atmostonce.spec.errors import SpecError
 from atmostonce.spec.properties import PropertyId
+from atmostonce.spec.step_kinds import StepKind
 
 pytest.importorskip("matplotlib")
 
@@ -162,4 +163,4 @@ def test_bad_schedules_are_refused_in_one_line(schedule: list[str], says: str) -
 
 def test_schedule_steps_parse_as_model_labels() -> None:
     assert parse_schedule(["reconcile", "crash(1)", "hand(0, 1)"]) == [
-        ("reconcile", -1, -1), ("crash", 1, -1), ("hand", 0, 1)]
+        (StepKind.RECONCILE, -1, -1), (StepKind.CRASH, 1, -1), (StepKind.HAND, 0, 1)]

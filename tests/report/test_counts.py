@@ -17,6 +17,7 @@ from atmostonce.model.system import System
 from atmostonce.report.counts import layer_counts
 from atmostonce.sim.campaign import campaign
 from atmostonce.sim.stats import Totals
+from atmostonce.spec.step_kinds import StepKind
 
 SMALL = ModelConfig(calls=1, faults=1, reasks=0, policy_changes=0, reconcile_crashes=0)
 
@@ -51,7 +52,8 @@ def test_model_counts_are_per_transition_not_per_state() -> None:
     once per transition that creates a call, so a count can exceed the states."""
     system, explorer, _ = _explored(SMALL)
     counts = count_edges(system, explorer.states)
-    asks = sum(1 for s in explorer.states for t in system.successors(s) if t.label[0] == "ask")
+    asks = sum(1 for s in explorer.states for t in system.successors(s)
+               if t.label[0] == StepKind.ASK)
     entries = sum(n for (m, s, t, _), n in counts.items()
                   if m.startswith("Call") and s == "asked")
     assert entries == asks > 0
@@ -67,7 +69,7 @@ def test_conformance_counts_are_the_transitions_out_of_states_within_the_depth()
     from atmostonce.check.lockstep.conformance import schedules
 
     last_asks = sum(1 for labels in schedules(DEFAULT, depth, edges=True)
-                    if labels[-1][0] == "ask")
+                    if labels[-1][0] == StepKind.ASK)
     entries = sum(n for (m, s, t, _), n in counts.items()
                   if m.startswith("Call") and s == "asked")
     assert entries >= last_asks > 0
