@@ -14,6 +14,7 @@ from atmostonce.model.protocol import Protocol
 from atmostonce.model.system import System
 from atmostonce.model.trace import Trace, build, config_json
 from atmostonce.progress import Meter
+from atmostonce.spec.clauses import FindingId
 from atmostonce.spec.errors import SpecError
 from atmostonce.spec.properties import PropertyId
 
@@ -99,7 +100,7 @@ class CheckReport:
         }
 
 
-SHOWN_TRACES = ("F-7a",)
+SHOWN_TRACES = (FindingId.F_7 + "a",)
 """Claims whose shortest trace the report shows: F-7a, the failed record a write lands after."""
 
 

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
+from atmostonce.spec.clauses import FindingId
 from atmostonce.spec.policy import EffectClass
 from atmostonce.spec.records import Record
 
@@ -125,7 +126,7 @@ _PROPERTIES: tuple[Property, ...] = (
             "cancelled single attempt, whose write may land after the record (D-4, F-7) and "
             "which reconcile --include-cancelled settles (D-20)",
             "TC-REC-SUCC", "TC-REC-FAIL", "TC-REC-REJ", "TC-REC-UNK", "TC-REC-EXHAUST-READ",
-            "D-4", "F-7", "D-20"),
+            "D-4", FindingId.F_7, "D-20"),
     _always(PropertyId.A_RETRY_CLASSES, "only reads and idempotent writes get a second attempt",
             "TC-POL-2", "TC-REC-RETRY", "TC-EFF-READ", "TC-EFF-IDEM"),
     _always(PropertyId.A_SAME_KEY, "every attempt of a call passes the same idempotency key",

@@ -10,7 +10,7 @@ import pytest
 
 from atmostonce import verify
 from atmostonce.check.clauses import coverage
-from atmostonce.spec.clauses import Clause, ClauseKind, all_clauses
+from atmostonce.spec.clauses import Clause, ClauseKind, FindingId, all_clauses
 
 PAGE_ANCHORS = {
     "tool-policies-and-approvals", "effect-classes", "require-approval", "tool-call-outcomes",
@@ -40,6 +40,12 @@ def test_clauses_are_unique_anchored_and_decisions_answered() -> None:
         if clause.kind is not ClauseKind.PAGE:
             assert clause.answer
             assert clause.reason
+
+
+def test_finding_id_names_every_finding_after_its_id() -> None:
+    named = {name: cid for name, cid in vars(FindingId).items() if name.isupper()}
+    assert all(name == cid.replace("-", "_") for name, cid in named.items())
+    assert set(named.values()) == {c.id for c in all_clauses() if c.kind is ClauseKind.FINDING}
 
 
 def test_coverage_check_fails_when_a_clause_loses_its_tests(
