@@ -33,7 +33,7 @@ RECORDS = s.RECORD_OF_STATE
 
 
 @dataclass(frozen=True)
-class Violation:
+class ModelViolation:
     property: str
     call: int
     message: str
@@ -78,8 +78,8 @@ class Properties:
 
     # -- always ---------------------------------------------------------------------------------
 
-    def violations(self, state: State) -> list[Violation]:
-        found: list[Violation] = []
+    def violations(self, state: State) -> list[ModelViolation]:
+        found: list[ModelViolation] = []
         base = s.NG + self.system.workers
         memo = self._call_checks
         for i, cid in enumerate(state[base:]):
@@ -88,7 +88,7 @@ class Properties:
                 checks = self._judge(self.system.call(cid))
                 memo[cid] = checks
             for pid, message in checks:
-                found.append(Violation(pid, i, message))
+                found.append(ModelViolation(pid, i, message))
         return found
 
     def _judge(self, c: Call) -> tuple[tuple[str, str], ...]:
@@ -256,17 +256,17 @@ class Properties:
 
     # -- eventually -----------------------------------------------------------------------------
 
-    def quiescent_violations(self, state: State) -> list[Violation]:
+    def quiescent_violations(self, state: State) -> list[ModelViolation]:
         """Where no fair action is left, every call has a record and every unknown call has
         been reported exactly once."""
-        found: list[Violation] = []
+        found: list[ModelViolation] = []
         for i, c in enumerate(self.system.calls_of(state)):
             if c[s.CS] not in RECORDS:
-                found.append(Violation(PropertyId.E_EVERY_CALL_RECORDED, i,
-                                       "the call is stuck without a record"))
+                found.append(ModelViolation(PropertyId.E_EVERY_CALL_RECORDED, i,
+                                            "the call is stuck without a record"))
             elif self.system.reconciled(c) and c[s.REP] != 1:
-                found.append(Violation(PropertyId.E_RECONCILE_ONCE, i,
-                                       f"the unknown call was reported {c[s.REP]} times"))
+                found.append(ModelViolation(PropertyId.E_RECONCILE_ONCE, i,
+                                            f"the unknown call was reported {c[s.REP]} times"))
         return found
 
     # -- the rank -------------------------------------------------------------------------------

@@ -159,8 +159,8 @@ class CheckerState:
         self.config = config
         self.attempts_survive_restart = attempts_survive_restart
         """The engine keeps attempts across a server restart: a restart ends none (D-8)."""
-        self.violations: list[h.Violation] = []
-        self.fresh: list[h.Violation] = []
+        self.violations: list[h.HistoryViolation] = []
+        self.fresh: list[h.HistoryViolation] = []
         """The violations found since a caller last emptied this list (`take_fresh` does)."""
         self.witnessed: set[str] = set()
         self.double_runs: list[DoubleRun] = []
@@ -177,7 +177,7 @@ class CheckerState:
         """Attempts whose run timeout fired while out at a worker, by id, with the timer's
         position, until a `Cancelled` names them (A-CANCEL-ON-TIMEOUT)."""
 
-    def take_fresh(self) -> list[h.Violation]:
+    def take_fresh(self) -> list[h.HistoryViolation]:
         """The violations found since the last call, which empties `fresh`."""
         found = self.fresh[:]
         self.fresh.clear()
@@ -191,7 +191,7 @@ class CheckerState:
         if mark in self._seen:
             return
         self._seen.add(mark)
-        v = h.Violation(pid, key, message, tuple(sorted({p for p in positions if p >= 0})))
+        v = h.HistoryViolation(pid, key, message, tuple(sorted({p for p in positions if p >= 0})))
         self.violations.append(v)
         self.fresh.append(v)
 
