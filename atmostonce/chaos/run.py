@@ -48,7 +48,7 @@ from atmostonce.engines.adapter import (
     load_engine,
 )
 from atmostonce.progress import QUIET, Meter
-from atmostonce.runtime.ledger_client import LedgerClient, Run, Write
+from atmostonce.runtime.ledger_client import LedgerClient, LedgerRun, Write
 from atmostonce.runtime.loop import LoopThread
 from atmostonce.runtime.processes import Managed, spawn
 from atmostonce.runtime.reconcile import ledger_check
@@ -75,7 +75,7 @@ class _Collected:
     obs: Observations = field(default_factory=Observations)
     faults: FaultLog = field(default_factory=FaultLog)
     log: ServerLog = field(default_factory=ServerLog)
-    runs: list[Run] = field(default_factory=list)
+    runs: list[LedgerRun] = field(default_factory=list)
     writes: list[Write] = field(default_factory=list)
     engine: str = ""
     pids: list[int] = field(default_factory=list)

@@ -21,7 +21,7 @@ from atmostonce.check.history import entries as h
 from atmostonce.engines.adapter import CutMode, ServerLog
 from atmostonce.engines.temporal import NO_LEASE, mapping
 from atmostonce.engines.temporal.server_log import UNKNOWN_WORKER
-from atmostonce.runtime.ledger_client import Run
+from atmostonce.runtime.ledger_client import LedgerRun
 from atmostonce.spec.policy import EffectClass, ToolPolicy
 from atmostonce.spec.properties import PropertyId
 from atmostonce.spec.protocol import ExecutorConfig
@@ -171,7 +171,7 @@ def test_an_earlier_attempt_known_only_from_the_closing_failure_counts_as_reache
         world.engine.close()
         for events in world.engine.setup.workdir.glob("*.events"):
             events.write_text("")
-        def before_the_note(run: Run) -> bool:
+        def before_the_note(run: LedgerRun) -> bool:
             return run.key != key
 
         judged = world.judged(ran=before_the_note).history

@@ -15,7 +15,7 @@ from atmostonce.check.history.state import (
     Call,
     CheckerState,
     DoubleRun,
-    Run,
+    HistoryRun,
 )
 from atmostonce.spec.properties import PropertyId
 from atmostonce.spec.records import DID_NOT_RUN_PREFIX
@@ -63,13 +63,13 @@ class RunChecks(CheckerState):
         if c.policy.requires_approval and c.approval is not APPROVED:
             self._bad(PropertyId.A_APPROVAL, c, f"the tool ran while the call's approval was "
                       f"{c.approval.value}", c.pos, pos)
-        run = Run(c, e.worker, attempt, pos)
+        run = HistoryRun(c, e.worker, attempt, pos)
         self._runs[e.run] = run
         if c.single:
             self._overlaps(c, run, e.tool, pos)
         c.runs.append(run)
 
-    def _overlaps(self, c: Call, run: Run, tool: str, pos: int) -> None:
+    def _overlaps(self, c: Call, run: HistoryRun, tool: str, pos: int) -> None:
         """A-DOUBLE-RUN-SHAPE, A-FENCE, S-DOUBLE-RUN: the runs of the same single-attempt tool
         still going when this one starts (TC-AMO-3, TC-AMO-4, D-6)."""
         live = self._live_single.setdefault(tool, [])

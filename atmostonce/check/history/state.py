@@ -3,9 +3,10 @@
 The checker (`atmostonce.check.history.checkers`) is one class assembled from a judge class per
 concern (`approvals`, `attempts`, `records`, `runs`), each a `CheckerState`:
 this module holds the state they all read and change, built once per history: each call
-(`Call`), each of its attempts (`Attempt`) and each run of its tool in the ledger (`Run`), with
-the policies in force, and the one way to report a violation (`_bad`). It also holds what a
-harness reads off a finished checker about the runs that overlapped (`DoubleRun`).
+(`Call`), each of its attempts (`Attempt`) and each run of its tool in the ledger
+(`HistoryRun`), with the policies in force, and the one way to report a violation (`_bad`). It
+also holds what a harness reads off a finished checker about the runs that overlapped
+(`DoubleRun`).
 """
 
 from __future__ import annotations
@@ -110,7 +111,7 @@ class Call:
         self.result_ok: bool | None = None
         self.result_pos = -1
         self.returned = False
-        self.runs: list[Run] = []
+        self.runs: list[HistoryRun] = []
         self.record: ToolCallStatus | None = None
         """The call's record, as first seen in an event or a snapshot."""
         self.record_pos = -1
@@ -132,7 +133,7 @@ class Call:
         self.tool_result_pos = -1
 
 
-class Run:
+class HistoryRun:
     __slots__ = ("attempt", "call", "live", "orphan", "orphan_ok", "output", "pos", "returned",
                  "worker")
 
@@ -169,8 +170,8 @@ class CheckerState:
         self._calls: dict[str, Call] = {}
         self._attempts: dict[str, Attempt] = {}
         self._worker_attempts: dict[str, list[Attempt]] = {}
-        self._runs: dict[int, Run] = {}
-        self._live_single: dict[str, list[Run]] = {}
+        self._runs: dict[int, HistoryRun] = {}
+        self._live_single: dict[str, list[HistoryRun]] = {}
         self._epoch = 0
         self._queue_timers = False
         self._cancels_due: dict[str, tuple[Attempt, int]] = {}
