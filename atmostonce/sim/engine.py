@@ -21,7 +21,7 @@ from atmostonce.check.executors import guard
 from atmostonce.check.history import entries as h
 from atmostonce.check.history.checkers import History
 from atmostonce.check.history.policies import PolicyBook
-from atmostonce.sim.agents import SETTLE, Agents
+from atmostonce.sim.agents import SETTLE, SimulatedAgents
 from atmostonce.sim.faults import Fault, FaultKind, Profile, schedule
 from atmostonce.sim.ledger import Ledger
 from atmostonce.sim.loop import Handler, Queued
@@ -111,7 +111,7 @@ class Simulation:
         self.network = network = Network(self)
         self.host = host = ExecutorHost(self, network, factory, config)
         network.feed = host.feed
-        self.agents = agents = Agents(self, host, workload, self.policies, self.ledger,
+        self.agents = agents = SimulatedAgents(self, host, workload, self.policies, self.ledger,
                                       self.quiesce, self.finalize)
         host.calls = agents.by_args
         host.on_record = agents.on_record
