@@ -24,7 +24,7 @@ TRACE_FORMAT = "atmostonce-trace/1"
 
 
 @dataclass
-class Step:
+class TraceStep:
     number: int
     label: Label
     action: dict[str, Any]
@@ -39,7 +39,7 @@ class Trace:
     property: str
     message: str
     kind: str
-    steps: list[Step]
+    steps: list[TraceStep]
     config: dict[str, Any]
     final: dict[str, Any]
 
@@ -90,7 +90,7 @@ def build(explorer: Explorer, finding: Finding, kind: str) -> Trace:
     if finding.label is not None and finding.successor is not None:
         targets.append(system.canonical(finding.successor))
     state = system.initial()
-    steps: list[Step] = []
+    steps: list[TraceStep] = []
     noted = finding.noted
     for number, target in enumerate(targets, start=1):
         last = number == len(targets)
@@ -168,7 +168,7 @@ _TEXT = {
 
 
 def describe_step(system: System, number: int, before: State, label: Label, after: State
-                  ) -> Step:
+                  ) -> TraceStep:
     """Step `number`, `label` taken in `before` to reach `after`: its action, its sentence and
     what it changed."""
     kind, a, b = label
@@ -183,7 +183,7 @@ def describe_step(system: System, number: int, before: State, label: Label, afte
         words["call"] = _call_name(system, before, a)
         words["worker"] = str(b)
     text = _TEXT.get(kind, kind).format(**words)
-    return Step(number, label, action, text[0].upper() + text[1:], diff(system, before, after))
+    return TraceStep(number, label, action, text[0].upper() + text[1:], diff(system, before, after))
 
 
 def describe_call(system: System, c: Call) -> dict[str, Any]:

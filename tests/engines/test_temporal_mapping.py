@@ -15,7 +15,7 @@ from atmostonce.engines.adapter import Limits, limits_of
 from atmostonce.engines.temporal import RETRY_WRITES, mapping
 from atmostonce.engines.temporal.adapter import NOT_CHECKABLE
 from atmostonce.spec.errors import SpecError
-from atmostonce.spec.policy import EffectClass, Step, ToolPolicy, resolve_policy
+from atmostonce.spec.policy import DurableStep, EffectClass, ToolPolicy, resolve_policy
 from atmostonce.spec.properties import PROPERTIES, PropertyId
 from atmostonce.spec.protocol import ExecutorConfig
 from atmostonce.spec.records import (
@@ -43,7 +43,8 @@ def test_call_tool_retries_and_a_single_attempt_tool_gets_maximum_attempts_one(
         effect: EffectClass, attempts: int) -> None:
     plan = mapping.plan(policy(effect), CONFIG)
     assert plan.maximum_attempts == attempts
-    assert plan.step is (Step.CALL_TOOL if attempts > 1 else Step.CALL_SINGLE_ATTEMPT_TOOL)
+    assert plan.step is (DurableStep.CALL_TOOL if attempts > 1
+                         else DurableStep.CALL_SINGLE_ATTEMPT_TOOL)
     assert (plan.schedule_to_start, plan.start_to_close, plan.heartbeat, plan.retry_interval) \
         == (10.0, 3.0, 2.5, 0.2)
 
