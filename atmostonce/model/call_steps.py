@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Final
 
+from atmostonce.model.choices import ModelChoices
 from atmostonce.model.config import ModelConfig
 from atmostonce.model.interning import Interning
 from atmostonce.model.layout import (
@@ -72,7 +73,6 @@ from atmostonce.model.layout import (
     G,
     T,
 )
-from atmostonce.model.protocol import Protocol
 from atmostonce.model.tables import Table
 from atmostonce.spec.properties import PropertyId
 from atmostonce.spec.step_kinds import StepKind
@@ -100,7 +100,7 @@ class CallSteps(Interning):
     """The transitions of single calls; `System` fills the configuration's tables."""
 
     config: ModelConfig
-    protocol: Protocol
+    choices: ModelChoices
     fired: set[tuple[int, int, str]]
     effect_of_tool: tuple[int, ...]
     policy_effect: tuple[tuple[int, int], ...]
@@ -120,17 +120,17 @@ class CallSteps(Interning):
 
     def fired_edges(self) -> set[tuple[str, str, str]]:
         """(machine, source state, trigger) of every component edge fired so far."""
-        by_id = {id(t): t for t in (*TABLES, self.protocol.call_tool, self.protocol.call_single)}
+        by_id = {id(t): t for t in (*TABLES, self.choices.call_tool, self.choices.call_single)}
         return {(by_id[t].machine.name, by_id[t].states[s], trig) for t, s, trig in self.fired}
 
     def call_table(self, tool: int, policy: int) -> Table:
-        p = self.protocol
+        p = self.choices
         return p.call_single if self.single[tool][policy] else p.call_tool
 
     def _end_attempt(self, c: list[int], end: int, notes: list[str]) -> None:
         """The current attempt of call `c` (a list, changed in place) ended with `end`; the
         spec's rule decides between another attempt and the record."""
-        p = self.protocol
+        p = self.choices
         tool, pol, natt, a_state = c[T], c[POL], c[NATT], c[AS]
         single = self.single[tool][pol]
         limit = p.single_max_attempts if single else self.config.max_attempts
@@ -187,7 +187,7 @@ class CallSteps(Interning):
             return
         if c[ABW] == w:
             c[ABW] = -1
-        if self.protocol.late_result_overwrites and ok and c[CS] in (C_FAILED, C_UNKNOWN):
+        if self.choices.late_result_overwrites and ok and c[CS] in (C_FAILED, C_UNKNOWN):
             c[CS] = C_SUCCEEDED
             c[G] = _bump(c[G], G_RECW_SHIFT, G_RECW_MASK)
 
@@ -200,7 +200,7 @@ class CallSteps(Interning):
         else:
             cs, a = self._fire(table, C_ASKED, "start"), self._fire(ATTEMPT, A_NONE, "schedule")
             natt = 1
-        policy = variant if self.protocol.snapshot_policy else 0
+        policy = variant if self.choices.snapshot_policy else 0
         return self.intern((tool, policy, variant, cs, FK_NONE, natt, 0, a, -1,
                             self.empty_runs, 0, -1, 0, 0, 0, G_ISREASK if reask else 0))
 
@@ -210,7 +210,7 @@ class CallSteps(Interning):
         """The transitions of one call that touch nothing but the call itself (and a budget or
         its tool's ledger count, given as deltas); memoised, since a call and its context recur
         in many states."""
-        p = self.protocol
+        p = self.choices
         out: list[Local] = []
         cst = c[CS]
         if cst == C_AWAIT:

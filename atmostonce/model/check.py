@@ -7,10 +7,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from atmostonce.model import findings, mutants
+from atmostonce.model.choices import ModelChoices
 from atmostonce.model.config import ModelConfig
 from atmostonce.model.edge_counts import EdgeKey, count_edges
 from atmostonce.model.explorer import Explorer, Progress, Result
-from atmostonce.model.protocol import Protocol
 from atmostonce.model.system import System
 from atmostonce.model.trace import Trace, build, config_json
 from atmostonce.progress import Meter
@@ -104,8 +104,8 @@ SHOWN_TRACES = (FindingId.F_7 + "a",)
 """Claims whose shortest trace the report shows: F-7a, the failed record a write lands after."""
 
 
-def protocol_for(config: ModelConfig) -> Protocol:
-    return mutants.get(config.mutant).protocol() if config.mutant else Protocol()
+def choices_for(config: ModelConfig) -> ModelChoices:
+    return mutants.get(config.mutant).choices() if config.mutant else ModelChoices()
 
 
 def with_mutant(config: ModelConfig, name: str) -> ModelConfig:
@@ -121,7 +121,7 @@ def run(config: ModelConfig, *, progress: Progress | None = None, stop_at_first:
     count how often each component edge is taken as well (`edge_counts`)."""
     if max_states is not None and max_states < 1:
         raise SpecError(f"max_states must be at least 1, got {max_states}")
-    system = System(config, protocol_for(config))
+    system = System(config, choices_for(config))
     explorer = Explorer(system, stop_at_first=stop_at_first, max_states=max_states,
                         progress=progress)
     result = explorer.run()

@@ -15,6 +15,7 @@ from itertools import permutations
 from typing import NamedTuple
 
 from atmostonce.model.call_steps import NO_NOTES, Local
+from atmostonce.model.choices import ModelChoices
 from atmostonce.model.config import ModelConfig
 from atmostonce.model.layout import (
     A_OUT,
@@ -42,7 +43,6 @@ from atmostonce.model.layout import (
     State,
     T,
 )
-from atmostonce.model.protocol import Protocol
 from atmostonce.model.symmetry import Symmetry
 from atmostonce.model.worker_events import WorkerEvents
 from atmostonce.spec.step_kinds import StepKind
@@ -73,10 +73,10 @@ class System(Symmetry, WorkerEvents):
     """The composed model for one configuration: initial state, successors, canonical form and
     the accessors the properties and traces read."""
 
-    def __init__(self, config: ModelConfig, protocol: Protocol | None = None) -> None:
+    def __init__(self, config: ModelConfig, choices: ModelChoices | None = None) -> None:
         self.config = config
-        self.protocol = protocol or Protocol()
-        p = self.protocol
+        self.choices = choices or ModelChoices()
+        p = self.choices
         self.workers = config.workers
         self.n_tools = len(config.tools)
         self.truth = tuple((config.policy_of(t, False), config.policy_of(t, True))
@@ -125,7 +125,7 @@ class System(Symmetry, WorkerEvents):
     def successors(self, state: State) -> list[Successor]:
         """Every transition enabled in `state` (concrete or canonical)."""
         out: list[Successor] = []
-        p = self.protocol
+        p = self.choices
         nw = self.workers
         base = NG + nw
         gl = state[:NG]

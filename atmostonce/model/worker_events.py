@@ -71,7 +71,7 @@ class WorkerEvents(CallSteps):
 
     def _apply_event(self, c: Call, event: str, w: int, notes: list[str]) -> int:
         """What a worker-level event does to one call; returns the call's new id."""
-        p = self.protocol
+        p = self.choices
         n = list(c)
         runs = self._runsets[c[RUNS]]
         stops_runs = event in ("crash", "detect_crashed") or (
@@ -148,7 +148,7 @@ class WorkerEvents(CallSteps):
         the history, then sends one report per unknown call no user message names yet. It
         may also crash right after one send, before the send returns; it is then simply run
         again."""
-        reads = self.protocol.reconcile_reads_history
+        reads = self.choices.reconcile_reads_history
         todo = [i for i, c in enumerate(calls)
                 if self.reconciled(c) and (c[REP] == 0 or (not reads and c[REP] < 2))]
         if not todo:
@@ -169,7 +169,7 @@ class WorkerEvents(CallSteps):
         shows no attempt reached a worker, the report says the tool did not run, without asking
         the service; the ghost bit remembers that claim for A-DID-NOT-RUN-TRUE."""
         g = c[G]
-        unreached = not hands(g) or (not self.protocol.restart_loss_reached
+        unreached = not hands(g) or (not self.choices.restart_loss_reached
                                      and last_end(g) == E_LOST_RESTART)
         if unreached:
             g |= G_HISTORY_NOT_RUN

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from atmostonce.model import layout as s
-from atmostonce.model.check import protocol_for
+from atmostonce.model.check import choices_for
 from atmostonce.model.config import ModelConfig
 from atmostonce.model.layout import Label, State
 from atmostonce.model.system import System
@@ -50,7 +50,7 @@ def chart_of_trace(trace: Mapping[str, Any]) -> Chart:
     steps = trace.get("steps")
     if not isinstance(steps, list):
         raise SpecError("a trace's steps must be a list")
-    system = System(config, protocol_for(config))
+    system = System(config, choices_for(config))
     state = system.initial()
     path: list[tuple[State, Label, State]] = []
     for number, step in enumerate(steps, start=1):
@@ -83,7 +83,7 @@ def parse_schedule(schedule: Sequence[str]) -> list[Label]:
 def chart_of_schedule(config: ModelConfig, schedule: Sequence[str], title: str) -> Chart:
     """The chart of a conformance schedule on `config`'s model, as far as the model allows it
     (a disagreement's log ends with the step the executor got wrong, which the model takes)."""
-    system = System(config, protocol_for(config))
+    system = System(config, choices_for(config))
     state = system.initial()
     path: list[tuple[State, Label, State]] = []
     for number, label in enumerate(parse_schedule(schedule), start=1):

@@ -7,8 +7,8 @@ import pytest
 
 from atmostonce.model import findings
 from atmostonce.model import layout as s
+from atmostonce.model.choices import ModelChoices
 from atmostonce.model.explorer import Explorer
-from atmostonce.model.protocol import Protocol
 from atmostonce.model.system import System
 from atmostonce.spec.clauses import FindingId
 from atmostonce.spec.properties import PropertyId
@@ -57,6 +57,6 @@ def test_f7_reconcile_including_cancelled_calls_reports_them_and_a_blind_job_twi
         c[s.CS] == s.C_FAILED and c[s.REP] == 1 for c in system.calls_of(st)))
     reported.run()
     assert reported.goal_found is not None
-    blind = System(config, Protocol(reconcile_reads_history=False))
+    blind = System(config, ModelChoices(reconcile_reads_history=False))
     result = Explorer(blind, stop_at_first=True).run()
     assert PropertyId.E_RECONCILE_ONCE in {v.property for v in result.violations}

@@ -10,6 +10,7 @@ from itertools import product
 import pytest
 
 from atmostonce.model import layout
+from atmostonce.model.choices import decision_table
 from atmostonce.model.config import ModelConfig, parse_tools
 from atmostonce.model.guards import GUARDS, Situation, holds
 from atmostonce.model.layout import EFFECT_INDEX, SPEC_END, Label, State
@@ -21,7 +22,6 @@ from atmostonce.model.machines import (
     Edge,
     MachineDef,
 )
-from atmostonce.model.protocol import decision_table
 from atmostonce.model.system import System
 from atmostonce.spec.policy import EffectClass, ToolPolicy, resolve_policy
 from atmostonce.spec.step_kinds import StepKind

@@ -9,7 +9,7 @@ from atmostonce.check.executors.loading import DEFAULT_EXECUTOR, load_factory
 from atmostonce.check.history.call_edges import call_edges
 from atmostonce.check.history.state import Call
 from atmostonce.check.lockstep.schedule_counts import schedule_edge_counts
-from atmostonce.model.check import DEFAULT, protocol_for
+from atmostonce.model.check import DEFAULT, choices_for
 from atmostonce.model.config import ModelConfig
 from atmostonce.model.edge_counts import count_edges
 from atmostonce.model.explorer import Explorer
@@ -23,7 +23,7 @@ SMALL = ModelConfig(calls=1, faults=1, reasks=0, policy_changes=0, reconcile_cra
 
 
 def _explored(config: ModelConfig) -> tuple[System, Explorer, set[tuple[str, str, str]]]:
-    system = System(config, protocol_for(config))
+    system = System(config, choices_for(config))
     explorer = Explorer(system, stop_at_first=False)
     fired = explorer.run().fired
     return system, explorer, fired

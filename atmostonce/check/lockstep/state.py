@@ -12,9 +12,9 @@ import json
 from dataclasses import dataclass, field
 
 from atmostonce.check.executors import guard
+from atmostonce.model.choices import ModelChoices
 from atmostonce.model.config import ModelConfig
 from atmostonce.model.layout import Label, State
-from atmostonce.model.protocol import Protocol
 from atmostonce.model.system import System
 from atmostonce.spec import protocol as p
 
@@ -49,7 +49,7 @@ class LockstepState:
     executor; the base of the lockstep."""
 
     def __init__(self, config: ModelConfig, factory: p.ExecutorFactory,
-                 protocol: Protocol | None = None) -> None:
+                 protocol: ModelChoices | None = None) -> None:
         self.config = config
         self.system = System(config, protocol)
         """The model; `protocol` replaces its decisions, as a model mutant does."""
