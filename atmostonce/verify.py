@@ -53,7 +53,8 @@ class CheckResult:
 
 
 def check_clause_coverage(meter: Meter = QUIET) -> CheckResult:
-    """Every clause is named by some code and pinned by some test, and no stray id exists."""
+    """Every clause is named by some code and pinned by some test, no stray clause id exists, and
+    every property id the project's text names is a property."""
     code = coverage.named_in_code()
     tests = coverage.pinned_by_tests()
     rows = coverage.matrix(code=code, tests=tests)
@@ -64,6 +65,9 @@ def check_clause_coverage(meter: Meter = QUIET) -> CheckResult:
     ]
     stray = [f"{cid}: unknown id named at {', '.join(sorted(places))}"
              for cid, places in sorted(coverage.unknown_ids(code, tests).items())]
+    stray += [f"{pid}: unknown property id named at {', '.join(sorted(places))}"
+              for pid, places in sorted(coverage.unknown_property_ids(
+                  coverage.property_ids_named()).items())]
     covered = len(rows) - len(missing)
     return CheckResult(
         "spec", "clause coverage", not missing and not stray,

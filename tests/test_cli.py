@@ -8,6 +8,9 @@ import sys
 
 import pytest
 
+from atmostonce.spec.properties import RECORD_WITNESS_PREFIX, PropertyId
+from atmostonce.spec.step_kinds import StepKind
+
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "atmostonce", *args],
@@ -60,8 +63,8 @@ def test_check_of_a_mutant_exits_1_with_the_counterexample(tmp_path: object) -> 
     assert "counterexample of A-ONE-WORKER" in done.stdout
     with open(out) as handle:
         traces = json.load(handle)
-    assert traces[0]["property"] == "A-ONE-WORKER"
-    assert traces[0]["steps"][0]["action"] == "ask"
+    assert traces[0]["property"] == PropertyId.A_ONE_WORKER
+    assert traces[0]["steps"][0]["action"] == StepKind.ASK
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -107,4 +110,4 @@ def test_check_explores_a_hinted_tool_under_both_choices_of_d22(
     assert report["complete"]
     assert report["config"]["session_default"] == "non_idempotent_write"
     assert report["config"].get("hints_may_lower", True) is not bool(flags)
-    assert any(w.startswith(f"S-RECORD-{effect}-") for w in report["witnessed"])
+    assert any(w.startswith(f"{RECORD_WITNESS_PREFIX}{effect}-") for w in report["witnessed"])

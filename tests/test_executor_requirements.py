@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from atmostonce import cli
+from atmostonce.check.clauses.coverage import PROPERTY_ID
 from atmostonce.check.history.records import TOOL_ERROR_TEXT
 from atmostonce.spec import protocol
 from atmostonce.spec.properties import PROPERTIES
@@ -46,7 +47,6 @@ COMPARED = {
 
 REFERENCE = re.compile(r"`(atmostonce/[\w/]+\.py):([\w.]+)`")
 CLAUSE = re.compile(r"\b(?:TC-[A-Z0-9]+(?:-[A-Z0-9]+)*|D-\d+|F-\d+)\b")
-PROPERTY = re.compile(r"\b[ASE]-[A-Z]+(?:-[A-Z]+)+\b")
 
 
 @pytest.mark.parametrize("name", sorted(COMPARED))
@@ -70,7 +70,7 @@ def test_every_cited_clause_id_exists() -> None:
 
 
 def test_every_cited_property_id_exists() -> None:
-    cited = set(PROPERTY.findall(TEXT))
+    cited = set(PROPERTY_ID.findall(TEXT))
     assert cited, "the doc cites no property"
     assert cited <= set(PROPERTIES), sorted(cited - set(PROPERTIES))
 

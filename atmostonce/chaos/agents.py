@@ -59,7 +59,7 @@ class Session:
     open: bool = True
 
 
-class Agents:
+class ChaosAgents:
     """Every agent of one run; `run()` until `stop()`, then `settle()` and `finish()`."""
 
     def __init__(self, api: SessionAPI, support: SessionAPI, obs: Observations,

@@ -30,7 +30,7 @@ from atmostonce.chaos.nemesis import FaultLog
 from atmostonce.chaos.observations import Observations
 from atmostonce.check.history import entries as h
 from atmostonce.engines.adapter import RunEndSeen, ServerLog
-from atmostonce.runtime.ledger_client import Run, Write
+from atmostonce.runtime.ledger_client import LedgerRun, Write
 from atmostonce.spec.keys import build_key
 from atmostonce.spec.protocol import ExecutorConfig
 from atmostonce.spec.session import MessageRole
@@ -56,7 +56,7 @@ class _Entries:
         return [entry for _, _, _, entry in self.items]
 
 
-def build_history(obs: Observations, faults: FaultLog, log: ServerLog, runs: Sequence[Run],
+def build_history(obs: Observations, faults: FaultLog, log: ServerLog, runs: Sequence[LedgerRun],
                   writes: Sequence[Write], config: ExecutorConfig, end: float) -> list[h.Entry]:
     """Every entry of the run, in order (see the module docstring); `end` is when the run
     ended, the moment of anything whose moment is unknown."""
@@ -136,7 +136,7 @@ def _user_messages(out: _Entries, obs: Observations, end: float) -> None:
                 out.put(h.UserMessageSent(at, session_id, message.text, True), CLIENT)
 
 
-def _ledger(out: _Entries, runs: Sequence[Run], writes: Sequence[Write], log: ServerLog,
+def _ledger(out: _Entries, runs: Sequence[LedgerRun], writes: Sequence[Write], log: ServerLog,
             faults: FaultLog, config: ExecutorConfig) -> None:
     call_of = {e.attempt: e.call for e in log.entries if isinstance(e, h.HandedOut)}
     witnessed: dict[tuple[str, str], list[RunEndSeen]] = defaultdict(list)
@@ -175,7 +175,7 @@ def _process_faults(faults: FaultLog) -> tuple[dict[str, float],
     return deaths, pauses
 
 
-def run_end(run: Run, witnessed: Iterable[RunEndSeen], death: float | None,
+def run_end(run: LedgerRun, witnessed: Iterable[RunEndSeen], death: float | None,
             pauses: Iterable[tuple[float, float | None]], lease: float
             ) -> tuple[float, h.RunEnd] | None:
     """When and how a run ended, from every witness of its end (see the module docstring);

@@ -15,7 +15,7 @@ from atmostonce.chaos.observations import Observations
 from atmostonce.check.history.checkers import History
 from atmostonce.check.history.entries import Entry
 from atmostonce.engines.adapter import Limits, ServerLog
-from atmostonce.runtime.ledger_client import Run, Write
+from atmostonce.runtime.ledger_client import LedgerRun, Write
 from atmostonce.spec.protocol import ExecutorConfig
 
 
@@ -25,7 +25,7 @@ class Judged:
     history: History
 
 
-def judge(obs: Observations, faults: FaultLog, log: ServerLog, runs: Sequence[Run],
+def judge(obs: Observations, faults: FaultLog, log: ServerLog, runs: Sequence[LedgerRun],
           writes: Sequence[Write], config: ExecutorConfig, limits: Limits, end: float,
           quiescent: bool = True) -> Judged:
     """The run's history, checked; the eventually-properties only when the run ended

@@ -12,7 +12,7 @@ from atmostonce.chaos.lost import LostRecord
 from atmostonce.chaos.nemesis import FaultLog
 from atmostonce.chaos.observations import Observations
 from atmostonce.chaos.options import ChaosOptions
-from atmostonce.check.history.entries import Entry, Violation
+from atmostonce.check.history.entries import Entry, HistoryViolation
 from atmostonce.check.history.state import DoubleRun
 from atmostonce.engines.adapter import ExecutorFailure
 from atmostonce.sim.stats import RunStats, Totals
@@ -23,7 +23,7 @@ class ChaosResult:
     options: ChaosOptions
     engine: str
     entries: list[Entry]
-    violations: list[Violation]
+    violations: list[HistoryViolation]
     lost: list[LostRecord]
     stats: RunStats
     faults: FaultLog

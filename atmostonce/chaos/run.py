@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from atmostonce.chaos.agents import Agents
+from atmostonce.chaos.agents import ChaosAgents
 from atmostonce.chaos.judge import judge
 from atmostonce.chaos.lost import lost_records
 from atmostonce.chaos.nemesis import EngineFailed, FaultLog, Nemesis
@@ -48,7 +48,7 @@ from atmostonce.engines.adapter import (
     load_engine,
 )
 from atmostonce.progress import QUIET, Meter
-from atmostonce.runtime.ledger_client import LedgerClient, Run, Write
+from atmostonce.runtime.ledger_client import LedgerClient, LedgerRun, Write
 from atmostonce.runtime.loop import LoopThread
 from atmostonce.runtime.processes import Managed, spawn
 from atmostonce.runtime.reconcile import ledger_check
@@ -75,7 +75,7 @@ class _Collected:
     obs: Observations = field(default_factory=Observations)
     faults: FaultLog = field(default_factory=FaultLog)
     log: ServerLog = field(default_factory=ServerLog)
-    runs: list[Run] = field(default_factory=list)
+    runs: list[LedgerRun] = field(default_factory=list)
     writes: list[Write] = field(default_factory=list)
     engine: str = ""
     pids: list[int] = field(default_factory=list)
@@ -207,8 +207,8 @@ def _drive(options: ChaosOptions, engine: Engine, io: LoopThread, ledger_at: tup
     ledger's port and token, for the reconcile job's check."""
     check, close_check = io.call(lambda: ledger_check(LOOPBACK, *ledger_at))
     sessions = options.sessions or 4 * options.workers
-    agents = io.call(lambda: Agents(engine.client(), engine.client(), got.obs, options.config,
-                                    options.seed, check, sessions))
+    agents = io.call(lambda: ChaosAgents(engine.client(), engine.client(), got.obs,
+                                         options.config, options.seed, check, sessions))
     running = io.submit(agents.run())
     rng = random.Random(f"atmostonce-chaos:{options.seed}:busy")
 
@@ -261,7 +261,7 @@ def _stopped(options: ChaosOptions, failure: ExecutorFailure, got: _Collected,
         "stopping the run")
 
 
-def _drain(options: ChaosOptions, nemesis: Nemesis, agents: Agents, io: LoopThread,
+def _drain(options: ChaosOptions, nemesis: Nemesis, agents: ChaosAgents, io: LoopThread,
            got: _Collected, say: Say, meter: Meter) -> None:
     """Heal, wait for every call's record, then reconcile and read the final snapshots."""
     io.call(agents.stop)

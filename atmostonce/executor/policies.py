@@ -15,9 +15,9 @@ from collections.abc import Mapping
 from atmostonce.executor import journal
 from atmostonce.executor.state import Call, ExecutorState, Registered, Session
 from atmostonce.spec.policy import (
+    DurableStep,
     EffectClass,
     EffectivePolicy,
-    Step,
     choose_deadline,
     resolve_policy,
     step_for,
@@ -34,12 +34,12 @@ from atmostonce.spec.protocol import (
 from atmostonce.spec.session import Message, MessageRole
 
 # Enum members tested on every step, as module names (see `members`).
-_CALL_TOOL = Step.CALL_TOOL
-_SINGLE_ATTEMPT = Step.CALL_SINGLE_ATTEMPT_TOOL
+_CALL_TOOL = DurableStep.CALL_TOOL
+_SINGLE_ATTEMPT = DurableStep.CALL_SINGLE_ATTEMPT_TOOL
 
 # TC-EFF-*: the Step that runs each effect class (spec.policy.step_for), by the class's value:
 # a string's hash is cached, an enum member's is computed in Python.
-_STEP_OF: Mapping[str, Step] = {e._value_: step_for(e) for e in EffectClass}
+_STEP_OF: Mapping[str, DurableStep] = {e._value_: step_for(e) for e in EffectClass}
 
 
 class PolicyRules:

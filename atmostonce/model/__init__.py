@@ -2,7 +2,7 @@
 
 `machines` holds the component machines as `transitions` definitions and `tables` compiles them
 to the integer tables the explorer steps; `system` composes them (its state encoding in
-`layout`, the modelled executor's decisions in `protocol`, calls interned in `interning`,
+`layout`, the modelled executor's decisions in `choices`, calls interned in `interning`,
 symmetry reduction in `symmetry`, one call's steps in `call_steps`, worker-level events in
 `worker_events`); `properties` evaluates the spec's properties on its states; `explorer` is the
 breadth-first search, `check` one check as a user runs it, `trace` its counterexamples and

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Final
 
+from atmostonce.model.choices import ModelChoices
 from atmostonce.model.config import ModelConfig
 from atmostonce.model.interning import Interning
 from atmostonce.model.layout import (
@@ -72,8 +73,9 @@ from atmostonce.model.layout import (
     G,
     T,
 )
-from atmostonce.model.protocol import Protocol
 from atmostonce.model.tables import Table
+from atmostonce.spec.properties import PropertyId
+from atmostonce.spec.step_kinds import StepKind
 
 _END_TRIGGER: Final = {
     E_NOT_REACHED: "expire", E_RETURNED: "return_result", E_TOOL_FAILED: "report_failure",
@@ -98,7 +100,7 @@ class CallSteps(Interning):
     """The transitions of single calls; `System` fills the configuration's tables."""
 
     config: ModelConfig
-    protocol: Protocol
+    choices: ModelChoices
     fired: set[tuple[int, int, str]]
     effect_of_tool: tuple[int, ...]
     policy_effect: tuple[tuple[int, int], ...]
@@ -118,17 +120,17 @@ class CallSteps(Interning):
 
     def fired_edges(self) -> set[tuple[str, str, str]]:
         """(machine, source state, trigger) of every component edge fired so far."""
-        by_id = {id(t): t for t in (*TABLES, self.protocol.call_tool, self.protocol.call_single)}
+        by_id = {id(t): t for t in (*TABLES, self.choices.call_tool, self.choices.call_single)}
         return {(by_id[t].machine.name, by_id[t].states[s], trig) for t, s, trig in self.fired}
 
     def call_table(self, tool: int, policy: int) -> Table:
-        p = self.protocol
+        p = self.choices
         return p.call_single if self.single[tool][policy] else p.call_tool
 
     def _end_attempt(self, c: list[int], end: int, notes: list[str]) -> None:
         """The current attempt of call `c` (a list, changed in place) ended with `end`; the
         spec's rule decides between another attempt and the record."""
-        p = self.protocol
+        p = self.choices
         tool, pol, natt, a_state = c[T], c[POL], c[NATT], c[AS]
         single = self.single[tool][pol]
         limit = p.single_max_attempts if single else self.config.max_attempts
@@ -151,9 +153,9 @@ class CallSteps(Interning):
         c[AW] = -1
         if decision == "retry":
             if end in (E_RETURNED, E_TOOL_FAILED):
-                notes.append("!A-RETRY-CLASSES")
+                notes.append("!" + PropertyId.A_RETRY_CLASSES)
             if effect == READ_I and end in (E_LOST, E_LOST_RESTART):
-                notes.append("S-READ-RETRY-AFTER-LOSS")
+                notes.append(PropertyId.S_READ_RETRY_AFTER_LOSS)
             c[NATT] = natt + 1
             c[AS] = self._fire(ATTEMPT, A_NONE, "schedule")
         else:
@@ -185,7 +187,7 @@ class CallSteps(Interning):
             return
         if c[ABW] == w:
             c[ABW] = -1
-        if self.protocol.late_result_overwrites and ok and c[CS] in (C_FAILED, C_UNKNOWN):
+        if self.choices.late_result_overwrites and ok and c[CS] in (C_FAILED, C_UNKNOWN):
             c[CS] = C_SUCCEEDED
             c[G] = _bump(c[G], G_RECW_SHIFT, G_RECW_MASK)
 
@@ -198,7 +200,7 @@ class CallSteps(Interning):
         else:
             cs, a = self._fire(table, C_ASKED, "start"), self._fire(ATTEMPT, A_NONE, "schedule")
             natt = 1
-        policy = variant if self.protocol.snapshot_policy else 0
+        policy = variant if self.choices.snapshot_policy else 0
         return self.intern((tool, policy, variant, cs, FK_NONE, natt, 0, a, -1,
                             self.empty_runs, 0, -1, 0, 0, 0, G_ISREASK if reask else 0))
 
@@ -208,21 +210,22 @@ class CallSteps(Interning):
         """The transitions of one call that touch nothing but the call itself (and a budget or
         its tool's ledger count, given as deltas); memoised, since a call and its context recur
         in many states."""
-        p = self.protocol
+        p = self.choices
         out: list[Local] = []
         cst = c[CS]
         if cst == C_AWAIT:
             table = self.call_table(c[T], c[POL])
-            for what, fair in (("approve", False), ("reject", False), ("deadline", True)):
+            for what, fair in ((StepKind.APPROVE, False), (StepKind.REJECT, False),
+                              (StepKind.DEADLINE, True)):
                 n = list(c)
                 n[CS] = self._fire(table, C_AWAIT, what)
-                if what == "approve":
+                if what == StepKind.APPROVE:
                     n[G] |= G_APPROVED
                     n[NATT] = 1
                     n[AS] = self._fire(ATTEMPT, A_NONE, "schedule")
                 else:
                     n[G] = _bump(n[G], G_RECW_SHIFT, G_RECW_MASK)
-                    if what == "deadline":
+                    if what == StepKind.DEADLINE:
                         n[G] |= G_DEADLINE
                 out.append((what, -1, self.intern(tuple(n)), (), -1, NO_NOTES, fair))
         elif cst == C_ATTEMPTING:
@@ -231,7 +234,7 @@ class CallSteps(Interning):
                 notes: list[str] = []
                 n = list(c)
                 self._end_attempt(n, E_NOT_REACHED, notes)
-                out.append(("expire", -1, self.intern(tuple(n)), (), -1, tuple(notes), True))
+                out.append((StepKind.EXPIRE, -1, self.intern(tuple(n)), (), -1, tuple(notes), True))
                 if not (fenced and self.single[c[T]][c[POL]]):
                     for w in idle_up:
                         n = list(c)
@@ -240,9 +243,10 @@ class CallSteps(Interning):
                         n[G] = _bump(n[G], G_HANDS_SHIFT, G_HANDS_MASK)
                         # With the fence on, handing out while an abandoned run of the tool
                         # really goes on breaks A-FENCE (D-6).
-                        notes_hand = ("!A-FENCE",) if orphaned and self.single[c[T]][c[POL]] \
-                            else NO_NOTES
-                        out.append(("hand", w, self.intern(tuple(n)), (), -1, notes_hand, True))
+                        notes_hand = (("!" + PropertyId.A_FENCE,)
+                                      if orphaned and self.single[c[T]][c[POL]] else NO_NOTES)
+                        out.append((StepKind.HAND, w, self.intern(tuple(n)), (), -1, notes_hand,
+                                    True))
             elif a == A_HANDED:
                 if ws[c[AW]] == W_UP:
                     n = list(c)
@@ -253,13 +257,13 @@ class CallSteps(Interning):
                     n[G] = g
                     n[RUNS] = self.runset(tuple(sorted(
                         (*self._runsets[c[RUNS]], (c[AW], R_STARTED, c[NATT])))))
-                    out.append(("go", c[AW], self.intern(tuple(n)), (), -1, NO_NOTES, True))
+                    out.append((StepKind.GO, c[AW], self.intern(tuple(n)), (), -1, NO_NOTES, True))
             elif a in (A_STARTED, A_RUNNING):
                 if a == A_STARTED and ws[c[AW]] == W_UP:
                     n = list(c)
                     n[AS] = self._fire(ATTEMPT, A_STARTED, "heartbeat")
                     n[G] |= G_HB
-                    out.append(("heartbeat", c[AW], self.intern(tuple(n)), (), -1, NO_NOTES,
+                    out.append((StepKind.HEARTBEAT, c[AW], self.intern(tuple(n)), (), -1, NO_NOTES,
                                 True))
                 if to_ok:
                     # The run timeout counts from the hand-out, so it may fire before the
@@ -270,8 +274,8 @@ class CallSteps(Interning):
                     n = list(c)
                     self._abandon(n, c[AW])
                     self._end_attempt(n, E_CANCELLED, notes)
-                    out.append(("time_out", c[AW], self.intern(tuple(n)), ((TO, -1), (FT, -1)),
-                                -1, tuple(notes), False))
+                    out.append((StepKind.TIME_OUT, c[AW], self.intern(tuple(n)),
+                                ((TO, -1), (FT, -1)), -1, tuple(notes), False))
         runs = self._runsets[c[RUNS]]
         for r, (_, rs, _) in enumerate(runs):
             if rs == R_STARTED:
@@ -287,7 +291,7 @@ class CallSteps(Interning):
             n = list(c)
             n[RSK] = 1
             new = self._new_call(c[T], tool_changed, reask=True)
-            out.append(("reask", -1, self.intern(tuple(n)), ((RSKB, -1),), new, NO_NOTES,
+            out.append((StepKind.REASK, -1, self.intern(tuple(n)), ((RSKB, -1),), new, NO_NOTES,
                         False))
         return tuple(out)
 
@@ -326,7 +330,7 @@ class CallSteps(Interning):
             delta = self._fire(PLAIN, tool_effects, "write") - tool_effects
             if delta:
                 deltas = ((TE, delta << (2 * tool)),)
-        return ("apply", w, self.intern(tuple(n)), deltas, -1, NO_NOTES, True)
+        return (StepKind.APPLY, w, self.intern(tuple(n)), deltas, -1, NO_NOTES, True)
 
     def _finish(self, c: Call, ws: tuple[int, ...], r: int, ok: bool) -> Local:
         """The tool returns (`ok`) or reports a failure; a cut-off worker holds the result."""
@@ -342,5 +346,5 @@ class CallSteps(Interning):
         else:
             runs[r] = (w, self._fire(RUN, rs, "hold_ok" if ok else "hold_fail"), an)
             n[RUNS] = self.runset(tuple(sorted(runs)))
-        return ("finish_ok" if ok else "finish_fail", w, self.intern(tuple(n)), (), -1,
-                tuple(notes) if notes else NO_NOTES, True)
+        return (StepKind.FINISH_OK if ok else StepKind.FINISH_FAIL, w, self.intern(tuple(n)), (),
+                -1, tuple(notes) if notes else NO_NOTES, True)

@@ -7,14 +7,16 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from atmostonce.model import findings, mutants
+from atmostonce.model.choices import ModelChoices
 from atmostonce.model.config import ModelConfig
 from atmostonce.model.edge_counts import EdgeKey, count_edges
 from atmostonce.model.explorer import Explorer, Progress, Result
-from atmostonce.model.protocol import Protocol
 from atmostonce.model.system import System
 from atmostonce.model.trace import Trace, build, config_json
 from atmostonce.progress import Meter
+from atmostonce.spec.clauses import FindingId
 from atmostonce.spec.errors import SpecError
+from atmostonce.spec.properties import PropertyId
 
 DEFAULT = ModelConfig(calls=1, faults=2)
 """The default bound: two workers, every effect class, one call and one re-ask, two attempts,
@@ -98,12 +100,12 @@ class CheckReport:
         }
 
 
-SHOWN_TRACES = ("F-7a",)
+SHOWN_TRACES = (FindingId.F_7 + "a",)
 """Claims whose shortest trace the report shows: F-7a, the failed record a write lands after."""
 
 
-def protocol_for(config: ModelConfig) -> Protocol:
-    return mutants.get(config.mutant).protocol() if config.mutant else Protocol()
+def choices_for(config: ModelConfig) -> ModelChoices:
+    return mutants.get(config.mutant).choices() if config.mutant else ModelChoices()
 
 
 def with_mutant(config: ModelConfig, name: str) -> ModelConfig:
@@ -119,7 +121,7 @@ def run(config: ModelConfig, *, progress: Progress | None = None, stop_at_first:
     count how often each component edge is taken as well (`edge_counts`)."""
     if max_states is not None and max_states < 1:
         raise SpecError(f"max_states must be at least 1, got {max_states}")
-    system = System(config, protocol_for(config))
+    system = System(config, choices_for(config))
     explorer = Explorer(system, stop_at_first=stop_at_first, max_states=max_states,
                         progress=progress)
     result = explorer.run()
@@ -127,7 +129,7 @@ def run(config: ModelConfig, *, progress: Progress | None = None, stop_at_first:
     if count:
         report.edge_counts = count_edges(system, explorer.states)
     report.violations = [build(explorer, v, "counterexample") for v in result.violations]
-    witness = result.witnesses.get("S-DOUBLE-RUN")
+    witness = result.witnesses.get(PropertyId.S_DOUBLE_RUN)
     if witness is not None:
         report.double_run = build(explorer, witness, "witness")
     if with_findings and not config.mutant:

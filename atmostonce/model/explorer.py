@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 
 from atmostonce.model.layout import Label, State
 from atmostonce.model.machines import ALL_MACHINES
-from atmostonce.model.properties import Properties, Violation
+from atmostonce.model.properties import ModelViolation, Properties
 from atmostonce.model.system import Successor, System
+from atmostonce.spec.properties import PropertyId
 
 
 @dataclass(frozen=True)
@@ -119,7 +120,7 @@ class Explorer:
 
         suspicious: list[tuple[int, int, Successor]] = []
 
-        def record(found: list[Violation], target: int, source: int = -1,
+        def record(found: list[ModelViolation], target: int, source: int = -1,
                    successor: Successor | None = None, noted: bool = False) -> None:
             known = {v.property for v in result.violations}
             for v in found:
@@ -189,7 +190,7 @@ class Explorer:
                     suspicious.append((i, j, succ))
                 for note in succ.notes:
                     if note.startswith("!"):
-                        record([Violation(note[1:], succ.label[1], f"on {succ.label[0]}")],
+                        record([ModelViolation(note[1:], succ.label[1], f"on {succ.label[0]}")],
                                j, i, succ, noted=True)
                         stop = self.stop_at_first
                     elif note in unwitnessed:
@@ -220,9 +221,9 @@ class Explorer:
             for source, target, succ in suspicious:
                 length = self._cycle_length(target, source, index)
                 if length:
-                    record([Violation("E-EVERY-CALL-RECORDED", -1,
-                                      f"{succ.label[0]} closes a cycle of {length} steps that "
-                                      "can repeat for ever")], target, source, succ)
+                    record([ModelViolation(PropertyId.E_EVERY_CALL_RECORDED, -1,
+                                           f"{succ.label[0]} closes a cycle of {length} steps "
+                                           "that can repeat for ever")], target, source, succ)
                     break
         result.states = len(states)
         result.transitions = transitions

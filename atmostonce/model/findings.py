@@ -29,7 +29,9 @@ from atmostonce.model.explorer import Explorer, Finding
 from atmostonce.model.layout import State
 from atmostonce.model.system import System
 from atmostonce.model.trace import Trace, build
+from atmostonce.spec.clauses import FindingId
 from atmostonce.spec.policy import EffectClass
+from atmostonce.spec.step_kinds import StepKind
 
 _WRITE = parse_tools("non_idempotent_write-approval")
 _HINTED = ModelConfig(workers=2, calls=1, reasks=0, max_attempts=2, crashes=0, partitions=0,
@@ -120,7 +122,7 @@ def _write_after_failed_record(claim_id: str, statement: str, config: ModelConfi
     trace = None
     if found is not None:
         source = explorer.states[found]
-        write = next((succ for succ in system.successors(source) if succ.label[0] == "apply"
+        write = next((succ for succ in system.successors(source) if succ.label[0] == StepKind.APPLY
                       and _effects(succ.state) > _effects(source)), None)
         if write is not None:
             trace = build(explorer, Finding(claim_id, statement, -1, found, write.label,
@@ -132,30 +134,30 @@ def establish() -> list[Claim]:
     """Run every search of findings F-6 and F-7 and of decision D-22's two choices; each
     takes well under a second."""
     return [
-        _search("F-6a", "with a service that drops repeated idempotency keys, a cancelled run "
-                "and the model's second call of the tool both take effect",
+        _search(FindingId.F_6 + "a", "with a service that drops repeated idempotency keys, a "
+                "cancelled run and the model's second call of the tool both take effect",
                 _BASE.with_(ledger="key"), True, lambda _: lambda st: _effects(st) == 2),
-        _search("F-6b", "with a service that drops a repeated business key shared by the calls, "
-                "the effect is applied once whatever the runs do",
+        _search(FindingId.F_6 + "b", "with a service that drops a repeated business key shared "
+                "by the calls, the effect is applied once whatever the runs do",
                 _BASE.with_(ledger="business"), False, lambda _: lambda st: _effects(st) == 2),
-        _search("F-6c", "with the fence on, no run of the new call overlaps the cancelled run",
-                _BASE.with_(ledger="key", fence=True), False, _overlap),
-        _search("F-6d", "with the fence on, both calls can still take effect: the new call "
-                "waits until the cancelled run ends, and that run may have written first",
-                _BASE.with_(ledger="key", fence=True), True, _twice_after_cancel),
-        _search("F-6e", "with time-outs and restarts off (crashes and partitions on), no two "
-                "runs of a single-attempt tool ever overlap",
+        _search(FindingId.F_6 + "c", "with the fence on, no run of the new call overlaps the "
+                "cancelled run", _BASE.with_(ledger="key", fence=True), False, _overlap),
+        _search(FindingId.F_6 + "d", "with the fence on, both calls can still take effect: the "
+                "new call waits until the cancelled run ends, and that run may have written "
+                "first", _BASE.with_(ledger="key", fence=True), True, _twice_after_cancel),
+        _search(FindingId.F_6 + "e", "with time-outs and restarts off (crashes and partitions "
+                "on), no two runs of a single-attempt tool ever overlap",
                 _BASE.with_(timeouts=0, crashes=1, partitions=1, faults=2), False, _overlap),
         _write_after_failed_record(
-            "F-7a", "a single-attempt call is recorded failed (its attempt timed out, the tool "
-            "may still be running), and then its tool's write lands at the service",
+            FindingId.F_7 + "a", "a single-attempt call is recorded failed (its attempt timed "
+            "out, the tool may still be running), and then its tool's write lands at the service",
             _BASE),
-        _search("F-7b", "with the page's reconcile steps, which look only for "
+        _search(FindingId.F_7 + "b", "with the page's reconcile steps, which look only for "
                 "outcome_unknown, no such failed call is ever reported", _BASE, False,
                 _cancelled_reported),
-        _search("F-7c", "with the reconcile job also looking at failed calls whose tool may "
-                "still be running, no call is reported twice, and at every end state each "
-                "such call is reported once", _BASE.with_(reconcile_cancelled=True), False,
+        _search(FindingId.F_7 + "c", "with the reconcile job also looking at failed calls whose "
+                "tool may still be running, no call is reported twice, and at every end state "
+                "each such call is reported once", _BASE.with_(reconcile_cancelled=True), False,
                 _reported_twice),
         _search("D-22a", "when hints may lower the session default (the default), a write "
                 "hinted read-only under a non_idempotent_write default runs in CallTool and "

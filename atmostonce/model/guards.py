@@ -1,7 +1,7 @@
 """The guards of the machines' edges: named predicates over what a call knows when its machine
 picks an edge, so the definitions say (and the diagrams show) why an edge is taken.
 
-The explorer decides with the table compiled from the spec's `decide` (`protocol`) and with its
+The explorer decides with the table compiled from the spec's `decide` (`choices`) and with its
 own tests of the workers' states (`call_steps`); the guards say the same thing edge by edge, and
 `tests/model/test_guards.py` proves that for every situation exactly one call edge's guard holds
 and it is the one that table picks, and that the attempt's edges are taken in exactly the

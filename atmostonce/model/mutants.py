@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from atmostonce.model.choices import ModelChoices, decision_table
 from atmostonce.model.layout import (
     CALL_SINGLE,
     E_CANCELLED,
@@ -20,10 +21,10 @@ from atmostonce.model.layout import (
     FAILURE_INDEX,
     READ_I,
 )
-from atmostonce.model.protocol import Protocol, decision_table
 from atmostonce.model.tables import with_edge
 from atmostonce.spec.errors import SpecError
 from atmostonce.spec.policy import EffectClass
+from atmostonce.spec.properties import PropertyId
 from atmostonce.spec.records import FailureKind
 
 SINGLE_EFFECTS = (EffectClass.NON_IDEMPOTENT_WRITE, EffectClass.UNCLASSIFIED)
@@ -37,108 +38,111 @@ class ModelMutant:
     clause: str
     summary: str
     expect: str
-    protocol: Callable[[], Protocol]
+    choices: Callable[[], ModelChoices]
     config: Mapping[str, object] = field(default_factory=dict)
 
 
-def _retry_non_idempotent() -> Protocol:
+def _retry_non_idempotent() -> ModelChoices:
     decisions = decision_table()
     for effect in SINGLE_EFFECTS:
         for end in (E_LOST, E_LOST_RESTART):
             for reached in (False, True):
                 decisions[(EFFECT_INDEX[effect], end, True, reached)] = ("retry", 0)
-    return Protocol(call_single=with_edge(CALL_SINGLE, "retry", "attempting", "attempting"),
+    return ModelChoices(call_single=with_edge(CALL_SINGLE, "retry", "attempting", "attempting"),
                     decisions=decisions, single_max_attempts=2)
 
 
-def _did_not_run_after_reach() -> Protocol:
+def _did_not_run_after_reach() -> ModelChoices:
     decisions = decision_table()
     for effect, end, more, reached in list(decisions):
         if end in (E_LOST, E_LOST_RESTART):
             decisions[(effect, end, more, reached)] = decisions[(effect, E_NOT_REACHED, more,
                                                                  reached)]
-    return Protocol(decisions=decisions)
+    return ModelChoices(decisions=decisions)
 
 
-def _read_unknown() -> Protocol:
+def _read_unknown() -> ModelChoices:
     decisions = decision_table()
     for (effect, end, more, reached), (trigger, _) in list(decisions.items()):
         if effect == READ_I and trigger == "may_have_run":
             decisions[(effect, end, more, reached)] = ("unknown", 0)
-    return Protocol(decisions=decisions)
+    return ModelChoices(decisions=decisions)
 
 
-def _succeed_on_loss() -> Protocol:
+def _succeed_on_loss() -> ModelChoices:
     decisions = decision_table()
     for (effect, end, more, reached), (trigger, _) in list(decisions.items()):
         if end == E_LOST and trigger == "unknown":
             decisions[(effect, end, more, reached)] = ("returned", 0)
-    return Protocol(decisions=decisions)
+    return ModelChoices(decisions=decisions)
 
 
-def _timeout_as_tool_failure() -> Protocol:
+def _timeout_as_tool_failure() -> ModelChoices:
     decisions = decision_table()
     tool_error = FAILURE_INDEX[FailureKind.TOOL_ERROR]
     for (effect, end, more, reached), (trigger, _) in list(decisions.items()):
         if end == E_CANCELLED and trigger == "retry":
             decisions[(effect, end, more, reached)] = ("tool_failed", tool_error)
-    return Protocol(decisions=decisions)
+    return ModelChoices(decisions=decisions)
 
 
 MUTANTS: tuple[ModelMutant, ...] = (
     ModelMutant("retry_non_idempotent", "TC-EFF-NONIDEM",
                 "a non-idempotent write whose worker was lost gets a second attempt",
-                "A-ONE-ATTEMPT", _retry_non_idempotent),
+                PropertyId.A_ONE_ATTEMPT, _retry_non_idempotent),
     ModelMutant("did_not_run_after_reach", "TC-REC-NOTRUN",
                 "an attempt lost after it reached a worker is recorded as never run",
-                "A-DID-NOT-RUN-TRUE", _did_not_run_after_reach),
+                PropertyId.A_DID_NOT_RUN_TRUE, _did_not_run_after_reach),
     ModelMutant("second_worker", "TC-AMO-1",
                 "a lost attempt is handed to another worker instead of being decided",
-                "A-ONE-WORKER", lambda: Protocol(rehand_lost=True)),
+                PropertyId.A_ONE_WORKER, lambda: ModelChoices(rehand_lost=True)),
     ModelMutant("retry_after_unknown", "TC-REC-EXHAUST-OTHER",
                 "a call recorded outcome_unknown is queued for another attempt",
-                "A-NO-ATTEMPT-AFTER-UNKNOWN", lambda: Protocol(retry_after_unknown=True)),
+                PropertyId.A_NO_ATTEMPT_AFTER_UNKNOWN,
+                lambda: ModelChoices(retry_after_unknown=True)),
     ModelMutant("approval_default_skipped", "TC-APR-2",
                 "only an explicit requires_approval=true makes a call wait; the class default "
-                "is ignored", "A-APPROVAL", lambda: Protocol(approval_default=False)),
+                "is ignored", PropertyId.A_APPROVAL, lambda: ModelChoices(approval_default=False)),
     ModelMutant("reach_after_go_ahead", "D-5",
                 "the journal records the reach only when the first heartbeat arrives, after "
-                "the go-ahead", "A-DID-NOT-RUN-TRUE", lambda: Protocol(reach_at_hand=False)),
+                "the go-ahead", PropertyId.A_DID_NOT_RUN_TRUE,
+                lambda: ModelChoices(reach_at_hand=False)),
     ModelMutant("no_self_fence", "D-12",
                 "a cut-off worker goes on running its tool after the server declared it lost",
-                "A-DOUBLE-RUN-SHAPE", lambda: Protocol(self_fence=False)),
+                PropertyId.A_DOUBLE_RUN_SHAPE, lambda: ModelChoices(self_fence=False)),
     ModelMutant("late_result_overwrites", "TC-REC-1",
                 "a result arriving after the call was recorded replaces the record",
-                "A-ONE-RECORD", lambda: Protocol(late_result_overwrites=True)),
+                PropertyId.A_ONE_RECORD, lambda: ModelChoices(late_result_overwrites=True)),
     ModelMutant("retry_new_key", "TC-KEY-1",
-                "a retry passes a different idempotency key", "A-SAME-KEY",
-                lambda: Protocol(retry_key_changes=True)),
+                "a retry passes a different idempotency key", PropertyId.A_SAME_KEY,
+                lambda: ModelChoices(retry_key_changes=True)),
     ModelMutant("policy_change_reaches_asked_call", "TC-SNAP-1",
-                "a policy change applies to calls asked before it", "A-ONE-ATTEMPT",
-                lambda: Protocol(snapshot_policy=False)),
+                "a policy change applies to calls asked before it", PropertyId.A_ONE_ATTEMPT,
+                lambda: ModelChoices(snapshot_policy=False)),
     ModelMutant("fence_ignored", "D-6",
                 "with the fence on, a new call of the tool still starts while the abandoned "
-                "run goes on", "A-FENCE", lambda: Protocol(fence_checked=False),
+                "run goes on", PropertyId.A_FENCE, lambda: ModelChoices(fence_checked=False),
                 {"fence": True}),
     ModelMutant("reconcile_without_history", "TC-RCN-ONCE",
                 "the reconcile job sends reports without reading the history first",
-                "E-RECONCILE-ONCE", lambda: Protocol(reconcile_reads_history=False)),
+                PropertyId.E_RECONCILE_ONCE, lambda: ModelChoices(reconcile_reads_history=False)),
     ModelMutant("read_unknown", "TC-REC-EXHAUST-READ",
                 "a read out of attempts after a worker loss records outcome_unknown",
-                "A-EXHAUSTED-RECORD", _read_unknown),
+                PropertyId.A_EXHAUSTED_RECORD, _read_unknown),
     ModelMutant("lost_attempt_forgotten", "TC-REC-1",
                 "an attempt whose worker was declared lost is never decided, so the call waits "
-                "for ever", "E-EVERY-CALL-RECORDED", lambda: Protocol(decide_lost=False)),
+                "for ever", PropertyId.E_EVERY_CALL_RECORDED,
+                lambda: ModelChoices(decide_lost=False)),
     ModelMutant("succeed_on_loss", "TC-REC-SUCC",
-                "a call whose worker was lost is recorded succeeded", "A-SUCCEEDED-RETURNED",
-                _succeed_on_loss),
+                "a call whose worker was lost is recorded succeeded",
+                PropertyId.A_SUCCEEDED_RETURNED, _succeed_on_loss),
     ModelMutant("timeout_as_tool_failure", "TC-REC-FAIL",
                 "a timed-out attempt of a CallTool call is recorded failed as if the tool had "
-                "reported the failure", "A-RECORD-MEANING", _timeout_as_tool_failure),
+                "reported the failure", PropertyId.A_RECORD_MEANING, _timeout_as_tool_failure),
     ModelMutant("history_restart_unreached", "D-30",
                 "reconcile's history step reads an attempt lost at a server restart as never "
-                "reached, and reports that the tool did not run", "A-DID-NOT-RUN-TRUE",
-                lambda: Protocol(restart_loss_reached=False)),
+                "reached, and reports that the tool did not run", PropertyId.A_DID_NOT_RUN_TRUE,
+                lambda: ModelChoices(restart_loss_reached=False)),
 )
 
 BY_NAME: Mapping[str, ModelMutant] = {m.name: m for m in MUTANTS}

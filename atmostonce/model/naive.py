@@ -10,9 +10,9 @@ from __future__ import annotations
 from transitions import Machine, MachineError
 
 from atmostonce.model.call_steps import ModelError
+from atmostonce.model.choices import ModelChoices
 from atmostonce.model.config import ModelConfig
 from atmostonce.model.layout import State
-from atmostonce.model.protocol import Protocol
 from atmostonce.model.system import System
 from atmostonce.model.tables import Table
 
@@ -36,8 +36,8 @@ class _NoMemo(dict):  # type: ignore[type-arg]
 class NaiveSystem(System):
     """`System` with each component step taken by a `transitions` machine."""
 
-    def __init__(self, config: ModelConfig, protocol: Protocol | None = None) -> None:
-        super().__init__(config, protocol)
+    def __init__(self, config: ModelConfig, choices: ModelChoices | None = None) -> None:
+        super().__init__(config, choices)
         self._machines: dict[int, tuple[Machine, _Model]] = {}
         self._local_memo = _NoMemo()
         self._event_memo = _NoMemo()

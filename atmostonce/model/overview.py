@@ -21,6 +21,7 @@ from atmostonce.model.layout import State
 from atmostonce.model.machines import ALL_MACHINES, CALL_SINGLE_ATTEMPT_TOOL, CALL_TOOL
 from atmostonce.model.system import System
 from atmostonce.spec.errors import SpecError
+from atmostonce.spec.step_kinds import StepKind
 
 BOUND = ModelConfig(workers=1, calls=1, faults=1)
 """One worker, one call (asked again once), every fault kind once: each way the machines
@@ -28,9 +29,9 @@ interact happens within it, and it explores in a few seconds."""
 
 # Steps that are no machine's trigger: who in the environment takes them.
 ACTORS = {
-    "ask": "agent's model", "reask": "agent's model", "change_policy": "developer",
-    "restart": "server restart", "reconcile": "reconcile job",
-    "reconcile_crash": "reconcile job",
+    StepKind.ASK: "agent's model", StepKind.REASK: "agent's model",
+    StepKind.CHANGE_POLICY: "developer", StepKind.RESTART: "server restart",
+    StepKind.RECONCILE: "reconcile job", StepKind.RECONCILE_CRASH: "reconcile job",
 }
 
 

@@ -18,7 +18,14 @@ from atmostonce.model import layout as s
 from atmostonce.model.layout import Call, State
 from atmostonce.model.system import System
 from atmostonce.spec.policy import EffectClass
-from atmostonce.spec.properties import RECORDS_ALLOWED, Kind, of_kind, record_witness_id
+from atmostonce.spec.properties import (
+    RECORD_WITNESS_PREFIX,
+    RECORDS_ALLOWED,
+    Kind,
+    PropertyId,
+    of_kind,
+    record_witness_id,
+)
 from atmostonce.spec.records import FailureKind, Record
 
 INFRASTRUCTURE_ENDS = (s.E_NOT_REACHED, s.E_LOST, s.E_LOST_RESTART, s.E_CANCELLED)
@@ -26,7 +33,7 @@ RECORDS = s.RECORD_OF_STATE
 
 
 @dataclass(frozen=True)
-class Violation:
+class ModelViolation:
     property: str
     call: int
     message: str
@@ -52,26 +59,27 @@ class Properties:
         if cfg.policy_changes:
             policies += [cfg.policy_of(t, True) for t in cfg.tools]
         effects = {v.effect for v in policies}
-        wanted = {p.id for p in of_kind(Kind.SOMETIMES) if not p.id.startswith("S-RECORD-")}
+        wanted = {p.id for p in of_kind(Kind.SOMETIMES)
+                  if not p.id.startswith(RECORD_WITNESS_PREFIX)}
         for v in policies:
             for record in RECORDS_ALLOWED[v.effect]:
                 if record is not Record.REJECTED or v.requires_approval:
                     wanted.add(record_witness_id(v.effect, record))
         single_tools = any(not cfg.policy_of(t, False).retries_allowed for t in cfg.tools)
         if cfg.fence or not single_tools or not cfg.reasks or not cfg.timeouts or not cfg.faults:
-            wanted.discard("S-DOUBLE-RUN")
+            wanted.discard(PropertyId.S_DOUBLE_RUN)
         if EffectClass.READ not in effects or cfg.max_attempts < 2 or not cfg.faults:
-            wanted.discard("S-READ-RETRY-AFTER-LOSS")
+            wanted.discard(PropertyId.S_READ_RETRY_AFTER_LOSS)
         if not cfg.restarts or not cfg.faults:
-            wanted.discard("S-UNKNOWN-NEVER-RAN")
+            wanted.discard(PropertyId.S_UNKNOWN_NEVER_RAN)
         if not (cfg.crashes or cfg.partitions) or not cfg.faults:
-            wanted.discard("S-LOST-BEFORE-HEARTBEAT")
+            wanted.discard(PropertyId.S_LOST_BEFORE_HEARTBEAT)
         return wanted
 
     # -- always ---------------------------------------------------------------------------------
 
-    def violations(self, state: State) -> list[Violation]:
-        found: list[Violation] = []
+    def violations(self, state: State) -> list[ModelViolation]:
+        found: list[ModelViolation] = []
         base = s.NG + self.system.workers
         memo = self._call_checks
         for i, cid in enumerate(state[base:]):
@@ -80,7 +88,7 @@ class Properties:
                 checks = self._judge(self.system.call(cid))
                 memo[cid] = checks
             for pid, message in checks:
-                found.append(Violation(pid, i, message))
+                found.append(ModelViolation(pid, i, message))
         return found
 
     def _judge(self, c: Call) -> tuple[tuple[str, str], ...]:
@@ -94,57 +102,62 @@ class Properties:
         single = not truth.retries_allowed
         bad: list[tuple[str, str]] = []
         if handed > natt:
-            bad.append(("A-ONE-WORKER",
+            bad.append((PropertyId.A_ONE_WORKER,
                         f"attempts were handed to a worker {handed} times for {natt} attempt(s)"))
         if single and natt > 1:
-            bad.append(("A-ONE-ATTEMPT", f"{_a(truth.effect.value)} call got {natt} attempts"))
+            bad.append((PropertyId.A_ONE_ATTEMPT,
+                        f"{_a(truth.effect.value)} call got {natt} attempts"))
         if cs == s.C_UNKNOWN and c[s.AS] != s.A_NONE:
-            bad.append(("A-NO-ATTEMPT-AFTER-UNKNOWN",
+            bad.append((PropertyId.A_NO_ATTEMPT_AFTER_UNKNOWN,
                         "an attempt was scheduled after the call recorded outcome_unknown"))
         if s.record_writes(g) > 1:
-            bad.append(("A-ONE-RECORD", f"the record was written {s.record_writes(g)} times"))
+            bad.append((PropertyId.A_ONE_RECORD,
+                        f"the record was written {s.record_writes(g)} times"))
         if c[s.FK] == s.FK_DID_NOT_RUN and (handed or ran):
-            bad.append(("A-DID-NOT-RUN-TRUE",
+            bad.append((PropertyId.A_DID_NOT_RUN_TRUE,
                         f"recorded 'the tool did not run' after {handed} hand-out(s) to a "
                         f"worker and {ran} run(s) of the tool"))
         if g & s.G_HISTORY_NOT_RUN and (handed or ran):
-            bad.append(("A-DID-NOT-RUN-TRUE",
+            bad.append((PropertyId.A_DID_NOT_RUN_TRUE,
                         "reconcile reported from the Flow's history that the tool did not run, "
                         f"after {handed} hand-out(s) to a worker and {ran} run(s) of the tool"))
         if cs == s.C_SUCCEEDED and not g & s.G_OKD:
-            bad.append(("A-SUCCEEDED-RETURNED", "recorded succeeded, but no result was returned"))
+            bad.append((PropertyId.A_SUCCEEDED_RETURNED,
+                        "recorded succeeded, but no result was returned"))
         if cs == s.C_UNKNOWN and not handed:
-            bad.append(("A-UNKNOWN-REACHED",
+            bad.append((PropertyId.A_UNKNOWN_REACHED,
                         "recorded outcome_unknown, though no attempt reached a worker"))
         if cs in RECORDS and cs != s.C_REJECTED:
             bad.extend(self._exhausted(c, truth.effect))
         meaning = self._meaning(c, truth.effect)
         if meaning:
-            bad.append(("A-RECORD-MEANING", meaning))
+            bad.append((PropertyId.A_RECORD_MEANING, meaning))
         if g & s.G_KEYBAD:
-            bad.append(("A-SAME-KEY", "an attempt passed a different idempotency key"))
+            bad.append((PropertyId.A_SAME_KEY, "an attempt passed a different idempotency key"))
         if natt and truth.requires_approval and not g & s.G_APPROVED:
-            bad.append(("A-APPROVAL", "an attempt was made without the approval it needs"))
+            bad.append((PropertyId.A_APPROVAL, "an attempt was made without the approval it needs"))
         if cs == s.C_REJECTED and (natt or ran):
-            bad.append(("A-APPROVAL", "a rejected call was attempted"))
+            bad.append((PropertyId.A_APPROVAL, "a rejected call was attempted"))
         waited = bool(g & s.G_APPROVED) or cs == s.C_AWAIT
         if waited != truth.requires_approval and cs != s.C_REJECTED:
             needed = "required" if truth.requires_approval else "did not require"
-            bad.append(("A-POLICY-SNAPSHOT",
+            bad.append((PropertyId.A_POLICY_SNAPSHOT,
                         f"the call {'waited' if waited else 'did not wait'} for approval, but "
                         f"the policy when it was asked {needed} it"))
         if single:
             runs = self.system.runs(c[s.RUNS])
             if len(runs) > 1:
-                bad.append(("A-DOUBLE-RUN-SHAPE", "two runs of one single-attempt call overlap"))
+                bad.append((PropertyId.A_DOUBLE_RUN_SHAPE,
+                            "two runs of one single-attempt call overlap"))
             if runs and cs in RECORDS and s.last_end(g) not in (s.E_CANCELLED, s.E_LOST_RESTART):
-                bad.append(("A-DOUBLE-RUN-SHAPE",
+                bad.append((PropertyId.A_DOUBLE_RUN_SHAPE,
                             "a run goes on after its call was recorded "
                             f"({s.END_NAMES[s.last_end(g)]}), though the engine never gave up "
                             "on it while its worker was alive"))
         if c[s.REP] > 1:
             kind = "unknown" if cs == s.C_UNKNOWN else "cancelled"
-            bad.append(("E-RECONCILE-ONCE", f"the {kind} call was reported {c[s.REP]} times"))
+            bad.append((PropertyId.E_RECONCILE_ONCE,
+                        f"the {kind} call was reported {c[s.REP]} times"))
         return tuple(bad)
 
     def _exhausted(self, c: Call, effect: EffectClass) -> list[tuple[str, str]]:
@@ -162,7 +175,7 @@ class Properties:
             expected = s.C_UNKNOWN
         if c[s.CS] == expected:
             return []
-        return [("A-EXHAUSTED-RECORD",
+        return [(PropertyId.A_EXHAUSTED_RECORD,
                  f"{_a(effect.value)} call out of attempts after a worker reach "
                  f"({s.END_NAMES[end]}) recorded {RECORDS[c[s.CS]].value}, not "
                  f"{RECORDS[expected].value}")]
@@ -219,7 +232,7 @@ class Properties:
                 else:
                     seen.add(mark)
         if orphan_tools & reask_tools:
-            seen.add("S-DOUBLE-RUN")
+            seen.add(PropertyId.S_DOUBLE_RUN)
         return seen
 
     def _witness(self, c: Call) -> tuple[str, ...]:
@@ -233,7 +246,7 @@ class Properties:
         if record is not None:
             marks.append(record_witness_id(truth.effect, record))
             if cs == s.C_UNKNOWN and not s.runs_started(c[s.G]):
-                marks.append("S-UNKNOWN-NEVER-RAN")
+                marks.append(PropertyId.S_UNKNOWN_NEVER_RAN)
         if not truth.retries_allowed and self.system.runs(c[s.RUNS]):
             if record is not None and s.last_end(c[s.G]) == s.E_CANCELLED:
                 marks.append("orphan")
@@ -243,17 +256,17 @@ class Properties:
 
     # -- eventually -----------------------------------------------------------------------------
 
-    def quiescent_violations(self, state: State) -> list[Violation]:
+    def quiescent_violations(self, state: State) -> list[ModelViolation]:
         """Where no fair action is left, every call has a record and every unknown call has
         been reported exactly once."""
-        found: list[Violation] = []
+        found: list[ModelViolation] = []
         for i, c in enumerate(self.system.calls_of(state)):
             if c[s.CS] not in RECORDS:
-                found.append(Violation("E-EVERY-CALL-RECORDED", i,
-                                       "the call is stuck without a record"))
+                found.append(ModelViolation(PropertyId.E_EVERY_CALL_RECORDED, i,
+                                            "the call is stuck without a record"))
             elif self.system.reconciled(c) and c[s.REP] != 1:
-                found.append(Violation("E-RECONCILE-ONCE", i,
-                                       f"the unknown call was reported {c[s.REP]} times"))
+                found.append(ModelViolation(PropertyId.E_RECONCILE_ONCE, i,
+                                            f"the unknown call was reported {c[s.REP]} times"))
         return found
 
     # -- the rank -------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from itertools import permutations
 from typing import NamedTuple
 
 from atmostonce.model.call_steps import NO_NOTES, Local
+from atmostonce.model.choices import ModelChoices
 from atmostonce.model.config import ModelConfig
 from atmostonce.model.layout import (
     A_OUT,
@@ -42,9 +43,9 @@ from atmostonce.model.layout import (
     State,
     T,
 )
-from atmostonce.model.protocol import Protocol
 from atmostonce.model.symmetry import Symmetry
 from atmostonce.model.worker_events import WorkerEvents
+from atmostonce.spec.step_kinds import StepKind
 
 
 def _inverse(perm: tuple[int, ...]) -> tuple[int, ...]:
@@ -72,10 +73,10 @@ class System(Symmetry, WorkerEvents):
     """The composed model for one configuration: initial state, successors, canonical form and
     the accessors the properties and traces read."""
 
-    def __init__(self, config: ModelConfig, protocol: Protocol | None = None) -> None:
+    def __init__(self, config: ModelConfig, choices: ModelChoices | None = None) -> None:
         self.config = config
-        self.protocol = protocol or Protocol()
-        p = self.protocol
+        self.choices = choices or ModelChoices()
+        p = self.choices
         self.workers = config.workers
         self.n_tools = len(config.tools)
         self.truth = tuple((config.policy_of(t, False), config.policy_of(t, True))
@@ -124,7 +125,7 @@ class System(Symmetry, WorkerEvents):
     def successors(self, state: State) -> list[Successor]:
         """Every transition enabled in `state` (concrete or canonical)."""
         out: list[Successor] = []
-        p = self.protocol
+        p = self.choices
         nw = self.workers
         base = NG + nw
         gl = state[:NG]
@@ -194,14 +195,14 @@ class System(Symmetry, WorkerEvents):
                 gl2 = list(gl)
                 gl2[CR] -= 1
                 gl2[FT] -= 1
-                emit(("crash", w, -1), gl2, self._ws(ws, w, "crash"),
+                emit((StepKind.CRASH, w, -1), gl2, self._ws(ws, w, "crash"),
                      self._each(ids, "crash", w, []), [], False)
             if st == W_UP:
                 if holding and faults and gl[PT] > 0:
                     gl2 = list(gl)
                     gl2[PT] -= 1
                     gl2[FT] -= 1
-                    emit(("disconnect", w, -1), gl2, self._ws(ws, w, "disconnect"), ids, [],
+                    emit((StepKind.DISCONNECT, w, -1), gl2, self._ws(ws, w, "disconnect"), ids, [],
                          False)
             elif st == W_DISC:
                 self._emit_reconnect(emit, gl, ws, ids, w)
@@ -209,14 +210,14 @@ class System(Symmetry, WorkerEvents):
             elif st == W_CRASHED:
                 self._emit_detect(emit, gl, ws, ids, w)
             elif st == W_DOWN:
-                emit(("rejoin", w, -1), gl, self._ws(ws, w, "rejoin"), ids, [], True)
+                emit((StepKind.REJOIN, w, -1), gl, self._ws(ws, w, "rejoin"), ids, [], True)
 
         if gl[ASK] > 0:
             for t in range(self.n_tools):
                 gl2 = list(gl)
                 gl2[ASK] -= 1
                 new = self._new_call(t, gl2[TV] >> t & 1, False)
-                emit(("ask", t, -1), gl2, ws, ids + (new,), [], False)
+                emit((StepKind.ASK, t, -1), gl2, ws, ids + (new,), [], False)
         if gl[RS] > 0 and gl[FT] > 0 and any(c[AS] in A_OUT for c in calls):
             self._emit_restart(emit, gl, ws, ids)
         if gl[PC] > 0:
@@ -235,7 +236,7 @@ class System(Symmetry, WorkerEvents):
                         if c[T] == t else cid
                         for cid, c in zip(ids, calls, strict=True)
                     )
-                emit(("change_policy", t, -1), gl2, ws, new_ids, [], False)
+                emit((StepKind.CHANGE_POLICY, t, -1), gl2, ws, new_ids, [], False)
         if not in_flight:
             self._emit_reconcile(emit, gl, ws, ids, calls)
         return out

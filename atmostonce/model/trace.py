@@ -18,12 +18,13 @@ from atmostonce.model.system import System
 from atmostonce.spec.errors import SpecError
 from atmostonce.spec.policy import EffectClass
 from atmostonce.spec.records import Record
+from atmostonce.spec.step_kinds import StepKind
 
 TRACE_FORMAT = "atmostonce-trace/1"
 
 
 @dataclass
-class Step:
+class TraceStep:
     number: int
     label: Label
     action: dict[str, Any]
@@ -38,7 +39,7 @@ class Trace:
     property: str
     message: str
     kind: str
-    steps: list[Step]
+    steps: list[TraceStep]
     config: dict[str, Any]
     final: dict[str, Any]
 
@@ -89,7 +90,7 @@ def build(explorer: Explorer, finding: Finding, kind: str) -> Trace:
     if finding.label is not None and finding.successor is not None:
         targets.append(system.canonical(finding.successor))
     state = system.initial()
-    steps: list[Step] = []
+    steps: list[TraceStep] = []
     noted = finding.noted
     for number, target in enumerate(targets, start=1):
         last = number == len(targets)
@@ -115,14 +116,19 @@ def _call_name(system: System, state: State, i: int) -> str:
     return f"call {i} ({_tool(system, c[s.T])})"
 
 
+_WORKER_STEPS = (StepKind.CRASH, StepKind.DISCONNECT, StepKind.RECONNECT, StepKind.DETECT,
+                StepKind.REJOIN)
+"""The steps whose label names a worker, not a call."""
+
+
 def action_json(system: System, state: State, label: Label) -> dict[str, Any]:
     kind, a, b = label
     action: dict[str, Any] = {"action": kind}
-    if kind in ("ask", "change_policy"):
+    if kind in (StepKind.ASK, StepKind.CHANGE_POLICY):
         action["tool"] = _tool(system, a)
-    elif kind in ("crash", "disconnect", "reconnect", "detect", "rejoin"):
+    elif kind in _WORKER_STEPS:
         action["worker"] = a
-    elif kind == "restart":
+    elif kind == StepKind.RESTART:
         pass
     else:
         if a >= 0:
@@ -133,35 +139,36 @@ def action_json(system: System, state: State, label: Label) -> dict[str, Any]:
 
 
 _TEXT = {
-    "ask": "the agent's model asks for {tool}",
-    "reask": "the model asks for {call}'s tool again, as a new call",
-    "change_policy": "the developer changes the policy of {tool}",
-    "approve": "a person approves {call}",
-    "reject": "a person rejects {call}",
-    "deadline": "the approval deadline of {call} passes",
-    "expire": "{call}'s attempt times out in the queue before any worker took it",
-    "hand": "the server records {call}'s attempt as handed to worker {worker}, then sends the "
-            "go-ahead",
-    "go": "worker {worker} gets the go-ahead and starts {call}'s tool",
-    "heartbeat": "worker {worker}'s first heartbeat for {call} reaches the server",
-    "time_out": "{call}'s attempt times out on worker {worker}; the server cancels it "
-                "(cooperatively)",
-    "apply": "{call}'s tool on worker {worker} writes its effect to the service",
-    "finish_ok": "{call}'s tool on worker {worker} returns a result",
-    "finish_fail": "{call}'s tool on worker {worker} reports a failure",
-    "crash": "worker {worker} crashes",
-    "disconnect": "worker {worker} loses its connection to the server",
-    "reconnect": "worker {worker}'s connection comes back",
-    "detect": "the heartbeat timeout declares worker {worker} lost",
-    "rejoin": "worker {worker} comes back as a fresh worker",
-    "restart": "the server restarts; every connection drops",
-    "reconcile": "the reconcile job reads the history and reports every unknown call",
-    "reconcile_crash": "the reconcile job reports {call}, then crashes before the send returns",
+    StepKind.ASK: "the agent's model asks for {tool}",
+    StepKind.REASK: "the model asks for {call}'s tool again, as a new call",
+    StepKind.CHANGE_POLICY: "the developer changes the policy of {tool}",
+    StepKind.APPROVE: "a person approves {call}",
+    StepKind.REJECT: "a person rejects {call}",
+    StepKind.DEADLINE: "the approval deadline of {call} passes",
+    StepKind.EXPIRE: "{call}'s attempt times out in the queue before any worker took it",
+    StepKind.HAND: "the server records {call}'s attempt as handed to worker {worker}, then sends "
+                   "the go-ahead",
+    StepKind.GO: "worker {worker} gets the go-ahead and starts {call}'s tool",
+    StepKind.HEARTBEAT: "worker {worker}'s first heartbeat for {call} reaches the server",
+    StepKind.TIME_OUT: "{call}'s attempt times out on worker {worker}; the server cancels it "
+                       "(cooperatively)",
+    StepKind.APPLY: "{call}'s tool on worker {worker} writes its effect to the service",
+    StepKind.FINISH_OK: "{call}'s tool on worker {worker} returns a result",
+    StepKind.FINISH_FAIL: "{call}'s tool on worker {worker} reports a failure",
+    StepKind.CRASH: "worker {worker} crashes",
+    StepKind.DISCONNECT: "worker {worker} loses its connection to the server",
+    StepKind.RECONNECT: "worker {worker}'s connection comes back",
+    StepKind.DETECT: "the heartbeat timeout declares worker {worker} lost",
+    StepKind.REJOIN: "worker {worker} comes back as a fresh worker",
+    StepKind.RESTART: "the server restarts; every connection drops",
+    StepKind.RECONCILE: "the reconcile job reads the history and reports every unknown call",
+    StepKind.RECONCILE_CRASH: "the reconcile job reports {call}, then crashes before the send "
+                              "returns",
 }
 
 
 def describe_step(system: System, number: int, before: State, label: Label, after: State
-                  ) -> Step:
+                  ) -> TraceStep:
     """Step `number`, `label` taken in `before` to reach `after`: its action, its sentence and
     what it changed."""
     kind, a, b = label
@@ -169,13 +176,14 @@ def describe_step(system: System, number: int, before: State, label: Label, afte
     words: dict[str, str] = {}
     if "tool" in action:
         words["tool"] = f"tool {action['tool']}"
-    if kind in ("crash", "disconnect", "reconnect", "detect", "rejoin"):
+    if kind in _WORKER_STEPS:
         words["worker"] = str(a)
-    elif a >= 0 and kind not in ("ask", "change_policy", "restart", "reconcile"):
+    elif a >= 0 and kind not in (StepKind.ASK, StepKind.CHANGE_POLICY, StepKind.RESTART,
+                                 StepKind.RECONCILE):
         words["call"] = _call_name(system, before, a)
         words["worker"] = str(b)
     text = _TEXT.get(kind, kind).format(**words)
-    return Step(number, label, action, text[0].upper() + text[1:], diff(system, before, after))
+    return TraceStep(number, label, action, text[0].upper() + text[1:], diff(system, before, after))
 
 
 def describe_call(system: System, c: Call) -> dict[str, Any]:

@@ -39,6 +39,8 @@ from atmostonce.model.layout import (
     hands,
     last_end,
 )
+from atmostonce.spec.properties import PropertyId
+from atmostonce.spec.step_kinds import StepKind
 
 _Emit = Callable[
     [Label, Sequence[int], tuple[int, ...], tuple[int, ...], list[str], bool], None
@@ -69,7 +71,7 @@ class WorkerEvents(CallSteps):
 
     def _apply_event(self, c: Call, event: str, w: int, notes: list[str]) -> int:
         """What a worker-level event does to one call; returns the call's new id."""
-        p = self.protocol
+        p = self.choices
         n = list(c)
         runs = self._runsets[c[RUNS]]
         stops_runs = event in ("crash", "detect_crashed") or (
@@ -87,7 +89,7 @@ class WorkerEvents(CallSteps):
                     pass
                 else:
                     if c[AS] == A_STARTED:
-                        notes.append("S-LOST-BEFORE-HEARTBEAT")
+                        notes.append(PropertyId.S_LOST_BEFORE_HEARTBEAT)
                     self._end_attempt(n, E_LOST, notes)
             if n[ABW] == w and p.self_fence:
                 n[ABW] = -1
@@ -112,14 +114,14 @@ class WorkerEvents(CallSteps):
         notes: list[str] = []
         event = "detect_crashed" if ws[w] == W_CRASHED else "detect_cut_off"
         new_ids = self._each(ids, event, w, notes)
-        emit(("detect", w, -1), gl, self._ws(ws, w, "detect"), new_ids, notes, True)
+        emit((StepKind.DETECT, w, -1), gl, self._ws(ws, w, "detect"), new_ids, notes, True)
 
     def _emit_reconnect(self, emit: _Emit, gl: tuple[int, ...], ws: tuple[int, ...],
                         ids: tuple[int, ...], w: int) -> None:
         """The cut-off worker's connection resumes: held results and run endings arrive."""
         notes: list[str] = []
         new_ids = self._each(ids, "reconnect", w, notes)
-        emit(("reconnect", w, -1), gl, self._ws(ws, w, "reconnect"), new_ids, notes, False)
+        emit((StepKind.RECONNECT, w, -1), gl, self._ws(ws, w, "reconnect"), new_ids, notes, False)
 
     def _emit_restart(self, emit: _Emit, gl: tuple[int, ...], ws: tuple[int, ...],
                       ids: tuple[int, ...]) -> None:
@@ -131,7 +133,7 @@ class WorkerEvents(CallSteps):
         ws2 = tuple(self._fire(WORKER, st, "server_restart") for st in ws)
         notes: list[str] = []
         new_ids = self._each(ids, "restart", -1, notes)
-        emit(("restart", -1, -1), gl2, ws2, new_ids, notes, False)
+        emit((StepKind.RESTART, -1, -1), gl2, ws2, new_ids, notes, False)
 
     def reconciled(self, c: Call) -> bool:
         """Whether the reconcile job looks at call `c`: an outcome_unknown call, and with
@@ -146,7 +148,7 @@ class WorkerEvents(CallSteps):
         the history, then sends one report per unknown call no user message names yet. It
         may also crash right after one send, before the send returns; it is then simply run
         again."""
-        reads = self.protocol.reconcile_reads_history
+        reads = self.choices.reconcile_reads_history
         todo = [i for i, c in enumerate(calls)
                 if self.reconciled(c) and (c[REP] == 0 or (not reads and c[REP] < 2))]
         if not todo:
@@ -154,20 +156,20 @@ class WorkerEvents(CallSteps):
         sent = list(ids)
         for i in todo:
             sent[i] = self._reported(calls[i])
-        emit(("reconcile", -1, -1), gl, ws, tuple(sent), [], True)
+        emit((StepKind.RECONCILE, -1, -1), gl, ws, tuple(sent), [], True)
         if gl[JC] > 0:
             gl2 = list(gl)
             gl2[JC] -= 1
             for first in todo:
                 crashed = ids[:first] + (self._reported(calls[first]),) + ids[first + 1:]
-                emit(("reconcile_crash", first, -1), gl2, ws, crashed, [], False)
+                emit((StepKind.RECONCILE_CRASH, first, -1), gl2, ws, crashed, [], False)
 
     def _reported(self, c: Call) -> int:
         """The call once the job reported it. The report asks the history first (D-30): when it
         shows no attempt reached a worker, the report says the tool did not run, without asking
         the service; the ghost bit remembers that claim for A-DID-NOT-RUN-TRUE."""
         g = c[G]
-        unreached = not hands(g) or (not self.protocol.restart_loss_reached
+        unreached = not hands(g) or (not self.choices.restart_loss_reached
                                      and last_end(g) == E_LOST_RESTART)
         if unreached:
             g |= G_HISTORY_NOT_RUN

@@ -12,16 +12,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from atmostonce.model import layout as s
-from atmostonce.model.check import protocol_for
+from atmostonce.model.check import choices_for
 from atmostonce.model.config import ModelConfig
 from atmostonce.model.layout import Label, State
 from atmostonce.model.system import System
 from atmostonce.model.trace import TRACE_FORMAT, action_json, config_from_json
 from atmostonce.report.sequence import Message, sequence_svg
 from atmostonce.spec.errors import SpecError
+from atmostonce.spec.step_kinds import StepKind
 
 AGENT, PEOPLE, EXECUTOR, LEDGER = "agent", "people", "executor", "ledger"
-_PEOPLE_STEPS = ("approve", "reject", "change_policy")
+_PEOPLE_STEPS = (StepKind.APPROVE, StepKind.REJECT, StepKind.CHANGE_POLICY)
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,7 @@ def chart_of_trace(trace: Mapping[str, Any]) -> Chart:
     steps = trace.get("steps")
     if not isinstance(steps, list):
         raise SpecError("a trace's steps must be a list")
-    system = System(config, protocol_for(config))
+    system = System(config, choices_for(config))
     state = system.initial()
     path: list[tuple[State, Label, State]] = []
     for number, step in enumerate(steps, start=1):
@@ -82,7 +83,7 @@ def parse_schedule(schedule: Sequence[str]) -> list[Label]:
 def chart_of_schedule(config: ModelConfig, schedule: Sequence[str], title: str) -> Chart:
     """The chart of a conformance schedule on `config`'s model, as far as the model allows it
     (a disagreement's log ends with the step the executor got wrong, which the model takes)."""
-    system = System(config, protocol_for(config))
+    system = System(config, choices_for(config))
     state = system.initial()
     path: list[tuple[State, Label, State]] = []
     for number, label in enumerate(parse_schedule(schedule), start=1):
@@ -128,55 +129,55 @@ def step_messages(system: System, before: State, label: Label, after: State,
     def say(sender: str, receiver: str, text: str) -> None:
         out.append(Message(sender, receiver, text, time))
 
-    if kind in ("ask", "reask"):
+    if kind in (StepKind.ASK, StepKind.REASK):
         new = len(calls0)
-        again = " again" if kind == "reask" else ""
+        again = " again" if kind == StepKind.REASK else ""
         say(AGENT, EXECUTOR, f"ask {_tool(system, calls1[new])}{again} (call {new})")
         if calls1[new][s.CS] == s.C_AWAIT:
             say(EXECUTOR, PEOPLE, f"call {new} needs approval")
-    elif kind == "change_policy":
+    elif kind == StepKind.CHANGE_POLICY:
         say(PEOPLE, EXECUTOR, f"developer changes the policy of {system.config.tools[a].name}")
-    elif kind in ("approve", "reject"):
+    elif kind in (StepKind.APPROVE, StepKind.REJECT):
         say(PEOPLE, EXECUTOR, f"{kind} call {a}")
-    elif kind == "deadline":
+    elif kind == StepKind.DEADLINE:
         say(EXECUTOR, EXECUTOR, f"call {a}: approval deadline passes")
-    elif kind == "expire":
+    elif kind == StepKind.EXPIRE:
         say(EXECUTOR, EXECUTOR, f"call {a}: attempt {calls0[a][s.NATT]} expires in the queue")
-    elif kind == "hand":
+    elif kind == StepKind.HAND:
         n = calls0[a][s.NATT]
         say(EXECUTOR, EXECUTOR, f"journal: call {a} attempt {n} handed to worker {b}")
         say(EXECUTOR, worker(b), f"go-ahead: call {a} attempt {n}")
-    elif kind == "go":
+    elif kind == StepKind.GO:
         say(worker(b), worker(b), f"starts call {a}'s tool")
-    elif kind == "heartbeat":
+    elif kind == StepKind.HEARTBEAT:
         say(worker(b), EXECUTOR, f"heartbeat: call {a}")
-    elif kind == "time_out":
+    elif kind == StepKind.TIME_OUT:
         say(EXECUTOR, worker(b), f"cancel call {a} (timed out)")
-    elif kind == "apply":
+    elif kind == StepKind.APPLY:
         dropped = calls0[a][s.EFF] != 0 and calls1[a][s.EFF] == calls0[a][s.EFF]
         say(worker(b), LEDGER, f"write call {a}'s effect"
             + (" (repeated key: dropped)" if dropped else ""))
-    elif kind in ("finish_ok", "finish_fail"):
-        what = "tool returned" if kind == "finish_ok" else "tool reported a failure"
+    elif kind in (StepKind.FINISH_OK, StepKind.FINISH_FAIL):
+        what = "tool returned" if kind == StepKind.FINISH_OK else "tool reported a failure"
         if ws0[b] == s.W_UP:
             say(worker(b), EXECUTOR, f"call {a}: {what}")
         else:
             say(worker(b), worker(b), f"call {a}: {what}; result held (cut off)")
-    elif kind in ("crash", "disconnect"):
-        say(worker(a), worker(a), "crashes" if kind == "crash" else "loses its connection")
-    elif kind in ("reconnect", "rejoin"):
-        say(worker(a), EXECUTOR, "reconnects" if kind == "reconnect" else
+    elif kind in (StepKind.CRASH, StepKind.DISCONNECT):
+        say(worker(a), worker(a), "crashes" if kind == StepKind.CRASH else "loses its connection")
+    elif kind in (StepKind.RECONNECT, StepKind.REJOIN):
+        say(worker(a), EXECUTOR, "reconnects" if kind == StepKind.RECONNECT else
             "rejoins as a fresh worker")
-    elif kind == "detect":
+    elif kind == StepKind.DETECT:
         say(EXECUTOR, EXECUTOR, f"heartbeat timeout: worker {a} lost")
-    elif kind == "restart":
+    elif kind == StepKind.RESTART:
         say(EXECUTOR, EXECUTOR, "server restarts; every connection drops")
-    elif kind in ("reconcile", "reconcile_crash"):
+    elif kind in (StepKind.RECONCILE, StepKind.RECONCILE_CRASH):
         for i, (c0, c1) in enumerate(zip(calls0, calls1, strict=True)):
             if c1[s.REP] > c0[s.REP]:
                 ran = "did not run" if c1[s.G] & s.G_HISTORY_NOT_RUN else "outcome unknown"
                 say(EXECUTOR, AGENT, f"reconcile reports call {i}: {ran}")
-        if kind == "reconcile_crash":
+        if kind == StepKind.RECONCILE_CRASH:
             say(EXECUTOR, EXECUTOR, "reconcile job crashes before its send returns")
     else:  # pragma: no cover - every kind the model has is handled above
         raise SpecError(f"no chart wording for model step {kind!r}")

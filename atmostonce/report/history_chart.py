@@ -73,7 +73,7 @@ def _concerns(e: h.Entry, key: str, attempts: set[str], runs: set[int]) -> bool:
     return getattr(e, "key", None) == key
 
 
-def violation_chart(entries: Sequence[h.Entry], violation: h.Violation, title: str
+def violation_chart(entries: Sequence[h.Entry], violation: h.HistoryViolation, title: str
                     ) -> tuple[str, str]:
     """The chart (SVG) of one violation, from the call's ask to the last entry it names (or
     the call's record, when that comes later), and a caption."""

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterator
 
 from atmostonce.runtime.client import Client
-from atmostonce.runtime.ledger_client import LedgerClient, Run
+from atmostonce.runtime.ledger_client import LedgerClient, LedgerRun
 from atmostonce.runtime.processes import Cluster
 from atmostonce.runtime.reconcile import ReconcileRun, as_check, report_unknown_outcomes
 from atmostonce.runtime.tools import TOOLS
@@ -65,7 +65,7 @@ def _output(snapshot: AgentSnapshot, call_id: str) -> str:
     return ""
 
 
-def _run_of(ledger: LedgerClient, key: str) -> Run:
+def _run_of(ledger: LedgerClient, key: str) -> LedgerRun:
     deadline = time.monotonic() + WAIT
     while time.monotonic() < deadline:
         runs = ledger.runs(key)

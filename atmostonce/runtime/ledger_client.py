@@ -29,7 +29,7 @@ from atmostonce.spec.errors import SpecError
 
 
 @dataclass(frozen=True)
-class Run:
+class LedgerRun:
     """One run of a tool at a worker; `end` is None while it goes on or when it was killed."""
 
     worker: str
@@ -107,9 +107,9 @@ class LedgerClient:
         result: dict[str, Any] = reply["result"]
         return result
 
-    def runs(self, key: str | None = None) -> list[Run]:
+    def runs(self, key: str | None = None) -> list[LedgerRun]:
         """Every run the workers logged (of one key), in the order they started."""
-        return [Run(**r) for r in self._request("runs", key=key)["runs"]]
+        return [LedgerRun(**r) for r in self._request("runs", key=key)["runs"]]
 
     def writes(self, key: str | None = None) -> list[Write]:
         """Every write the tools sent (with one key), in the order they arrived."""

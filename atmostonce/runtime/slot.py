@@ -61,7 +61,7 @@ class Process(Protocol):
         """Stop every run now by ending the process (D-12)."""
 
 
-class Run:
+class SlotRun:
     """One run of a tool at this slot: going, or over with a result not yet delivered."""
 
     __slots__ = ("arguments", "attempt", "cancelled", "key", "result", "slot", "task", "tool")
@@ -102,7 +102,7 @@ class Slot:
         self.name = name
         self.conn: LineProtocol | None = None
         self.inbox: asyncio.Queue[Message | None] = asyncio.Queue()
-        self.run: Run | None = None
+        self.run: SlotRun | None = None
         self.lease = 0.0
         self.anchor = 0.0
         self.welcomed = asyncio.Event()
@@ -258,7 +258,7 @@ class Slot:
         lease ran out is refused by reconnecting, which tells the server the attempt is not
         running here (D-12)."""
         try:
-            run = Run(self, codec.text(go, "attempt"), codec.text(go, "key"),
+            run = SlotRun(self, codec.text(go, "attempt"), codec.text(go, "key"),
                       codec.text(go, "tool"), codec.text(go, "arguments"))
             lease = go.get("lease")
             if isinstance(lease, bool) or not isinstance(lease, int | float) or lease <= 0:
@@ -276,7 +276,7 @@ class Slot:
         run.task = asyncio.create_task(self._execute(run))
         run.task.add_done_callback(lambda task: self._ended(run, task))
 
-    async def _execute(self, run: Run) -> None:
+    async def _execute(self, run: SlotRun) -> None:
         """Put the run's start on record at the ledger, and only then run the tool, so the
         ledger never holds a write before the run that made it; a start the ledger did not
         record means the tool did not run, which is the failure the call reports."""
@@ -301,7 +301,7 @@ class Slot:
                                   "end": "returned" if ok else "tool_failed", "output": output})
         self._over(run, ok, output)
 
-    def _ended(self, run: Run, task: asyncio.Task[None]) -> None:
+    def _ended(self, run: SlotRun, task: asyncio.Task[None]) -> None:
         """A run's task that ended without a result (it raised, or was cancelled) still ends
         the run, so the slot waiting for it never waits on."""
         if run.going:
@@ -309,7 +309,7 @@ class Slot:
             why = "cancelled" if error is None else f"{type(error).__name__}: {error}"
             self._over(run, False, f"{run.tool} stopped by its worker: {why}")
 
-    def _over(self, run: Run, ok: bool, output: str) -> None:
+    def _over(self, run: SlotRun, ok: bool, output: str) -> None:
         run.result = (ok, output)
         if self._beat is not None:
             self._beat.cancel()

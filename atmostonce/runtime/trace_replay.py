@@ -55,6 +55,7 @@ from atmostonce.spec.policy import EffectClass
 from atmostonce.spec.protocol import ExecutorConfig
 from atmostonce.spec.reconcile import pending_reports, report_text
 from atmostonce.spec.records import RejectReason, failure_text, reject_text
+from atmostonce.spec.step_kinds import StepKind
 
 SESSION = "s"
 DEMO_TOOL = {
@@ -73,7 +74,7 @@ SETTLE = 10.0
 MOVED = 1.0
 """Seconds the harness still waits once the runtime shows neither the model's state before the
 step nor after it: it went elsewhere, and is given this long to arrive after all."""
-TIMED = ("time_out", "expire", "deadline", "detect")
+TIMED = (StepKind.TIME_OUT, StepKind.EXPIRE, StepKind.DEADLINE, StepKind.DETECT)
 
 
 class Unscriptable(Exception):
@@ -83,11 +84,11 @@ class Unscriptable(Exception):
 def executor_config(trace: LoadedTrace, steps: list[PlannedStep]) -> ExecutorConfig:
     """The server's settings: short timers only for the kinds of step the trace waits for."""
     kinds = {step.label[0] for step in steps}
-    detect = "detect" in kinds
+    detect = StepKind.DETECT in kinds
     return ExecutorConfig(
         max_attempts=trace.config.max_attempts, retry_backoff=0.05,
-        queue_timeout=SHORT if "expire" in kinds else LONG,
-        run_timeout=SHORT if "time_out" in kinds else LONG,
+        queue_timeout=SHORT if StepKind.EXPIRE in kinds else LONG,
+        run_timeout=SHORT if StepKind.TIME_OUT in kinds else LONG,
         heartbeat_timeout=SHORT if detect else 10.0, lease=SHORT / 2 if detect else 5.0,
         approval_deadline=LONG * 10, fence=trace.config.fence)
 
@@ -119,7 +120,8 @@ class RuntimeReplay:
         self.workers = [ModelWorker() for _ in range(trace.config.workers)]
         self.keys: list[str] = []
         self.gates: list[Path] = []
-        self.deadline_calls = {step.label[1] for step in steps if step.label[0] == "deadline"}
+        self.deadline_calls = {step.label[1] for step in steps
+                               if step.label[0] == StepKind.DEADLINE}
         self.hand_step = -1
         """The call whose hand-out the last step was (its go-ahead starts the tool at once)."""
 
@@ -152,11 +154,11 @@ class RuntimeReplay:
         started = time.monotonic()
         problem, seen = self._settle(step, SETTLE + (SHORT if kind in TIMED else 0.0))
         waited = time.monotonic() - started
-        if kind in ("finish_ok", "finish_fail"):
+        if kind in (StepKind.FINISH_OK, StepKind.FINISH_FAIL):
             self._retire(step.label[2])
-        elif kind == "detect":
+        elif kind == StepKind.DETECT:
             self._gone(step.label[1])
-        self.hand_step = step.label[1] if kind == "hand" else -1
+        self.hand_step = step.label[1] if kind == StepKind.HAND else -1
         if problem is not None:
             return DIVERGED, f"{problem} (after waiting {waited:.1f} s); runtime: {seen}"
         if self.compare(step, step.before)[0] is None:
@@ -166,16 +168,16 @@ class RuntimeReplay:
 
     def _check_scriptable(self, step: PlannedStep) -> None:
         kind, a, b = step.label
-        if self.hand_step >= 0 and not (kind == "go" and a == self.hand_step):
+        if self.hand_step >= 0 and not (kind == StepKind.GO and a == self.hand_step):
             raise Unscriptable("the runtime's worker starts the tool the moment its go-ahead "
                                "arrives, so no step can come between a hand-out and the start")
-        if kind in ("ask", "reask"):
+        if kind in (StepKind.ASK, StepKind.REASK):
             tool = self._tool(step.before, kind, a)
             effects = [t.effect for t in self.config.tools]
             if effects.count(tool.effect) > 1:
                 raise Unscriptable(f"the trace has several {tool.effect.value} tools and the "
                                    "runtime's workers one demo tool of each class")
-        if kind in ("heartbeat", "apply", "finish_ok", "finish_fail"):
+        if kind in (StepKind.HEARTBEAT, StepKind.APPLY, StepKind.FINISH_OK, StepKind.FINISH_FAIL):
             connection = self.workers[b].connection
             if connection == "paused":
                 raise Unscriptable(f"worker {b} is paused (SIGSTOP stands for its lost "
@@ -184,16 +186,16 @@ class RuntimeReplay:
                 raise Unscriptable(f"worker {b} lost its connection in the server restart and "
                                    "the runtime's worker delivers by itself once its run is "
                                    "over (D-8, D-12), not when the model's reconnect step says")
-        if kind == "apply":
-            tool = self._tool(step.before, "reask", a)
+        if kind == StepKind.APPLY:
+            tool = self._tool(step.before, StepKind.REASK, a)
             if tool.effect is EffectClass.NON_IDEMPOTENT_WRITE and self.config.ledger != "plain":
                 raise Unscriptable(f"the model's service drops repeats ({self.config.ledger} "
                                    "ledger); the runtime's cancel_order service applies every "
                                    "write")
-        if kind in ("finish_ok", "finish_fail") and self._queued(step.after):
+        if kind in (StepKind.FINISH_OK, StepKind.FINISH_FAIL) and self._queued(step.after):
             raise Unscriptable(f"worker {b} polls the moment its run is over and would take a "
                                "queued attempt the model hands out later")
-        if kind == "hand":
+        if kind == StepKind.HAND:
             worker = self.workers[b]
             if worker.process is not None:
                 raise Unscriptable(f"worker {b}'s process still runs a tool; a runtime worker "
@@ -201,7 +203,7 @@ class RuntimeReplay:
             if self._queued(step.before) > 1:
                 raise Unscriptable("several attempts are queued and the server picks which one "
                                    "a polling worker gets")
-        if kind == "reconnect":
+        if kind == StepKind.RECONNECT:
             worker = self.workers[a]
             if worker.connection == "restart-cut" and worker.process is not None:
                 raise Unscriptable(f"worker {a} does not connect again while its run goes on "
@@ -216,7 +218,7 @@ class RuntimeReplay:
         return sum(1 for c in self.system.calls_of(state) if c[m.AS] == m.A_QUEUED)
 
     def _tool(self, state: State, kind: str, a: int) -> ToolSpec:
-        t = a if kind == "ask" else self.system.calls_of(state)[a][m.T]
+        t = a if kind == StepKind.ASK else self.system.calls_of(state)[a][m.T]
         return self.config.tools[t]
 
     # -- the actions -------------------------------------------------------------------------
@@ -232,10 +234,10 @@ class RuntimeReplay:
         self.keys.append(key)
 
     def _do_ask(self, step: PlannedStep) -> None:
-        self._ask(self._tool(step.before, "ask", step.label[1]))
+        self._ask(self._tool(step.before, StepKind.ASK, step.label[1]))
 
     def _do_reask(self, step: PlannedStep) -> None:
-        self._ask(self._tool(step.before, "reask", step.label[1]))
+        self._ask(self._tool(step.before, StepKind.REASK, step.label[1]))
 
     def _do_change_policy(self, step: PlannedStep) -> None:
         t = step.label[1]
@@ -397,7 +399,7 @@ class RuntimeReplay:
                 problems.append(f"call {i} ({key}) is missing from the snapshot")
                 continue
             ran = sum(1 for r in runs if r.key == key)
-            starting = step.label[0] == "hand" and step.label[1] == i and state is step.after
+            starting = step.label[0] == StepKind.HAND and step.label[1] == i and state is step.after
             handed = sum(1 for a in view.attempts if a.reached)
             shown.append(f"call {i} {view.status.value}, {len(view.attempts)} attempt"
                          f"{'s' if len(view.attempts) != 1 else ''} ({handed} handed out), "

@@ -69,7 +69,7 @@ class SessionRun:
         self.done = False
 
 
-class Agents:
+class SimulatedAgents:
     """The model, the people and the reconcile job of one simulation."""
 
     def __init__(self, loop: Loop, server: SimServer, workload: Workload,

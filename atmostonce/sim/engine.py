@@ -21,7 +21,7 @@ from atmostonce.check.executors import guard
 from atmostonce.check.history import entries as h
 from atmostonce.check.history.checkers import History
 from atmostonce.check.history.policies import PolicyBook
-from atmostonce.sim.agents import SETTLE, Agents, CallRun
+from atmostonce.sim.agents import SETTLE, CallRun, SimulatedAgents
 from atmostonce.sim.faults import Fault, FaultKind, Profile, schedule
 from atmostonce.sim.ledger import Ledger
 from atmostonce.sim.loop import Handler, Queued
@@ -112,8 +112,8 @@ class Simulation:
         # server's host, and `published` hands a record to the agents.
         by_args: dict[str, CallRun] = {}
         self.server = server = SimServer(self, factory, config, by_args)
-        self.agents = Agents(self, server, workload, self.policies, self.ledger, by_args,
-                             self.quiesce, self.finalize)
+        self.agents = SimulatedAgents(self, server, workload, self.policies, self.ledger,
+                                      by_args, self.quiesce, self.finalize)
         beat = workload.heartbeat_interval
         self.workers = [Worker(i, self, server.network, server.accept, by_args, self.ledger,
                                config.lease, HEARTBEAT_INTERVAL if beat is None else beat)

@@ -13,7 +13,7 @@ from typing import Protocol
 
 from atmostonce.check.executors.loading import DEFAULT_EXECUTOR
 from atmostonce.check.history.checkers import History
-from atmostonce.check.history.entries import Violation
+from atmostonce.check.history.entries import HistoryViolation
 from atmostonce.sim.engine import Scenario, Simulation, scenario
 from atmostonce.sim.faults import profile as find_profile
 from atmostonce.sim.stats import RunStats, run_stats
@@ -24,7 +24,7 @@ from atmostonce.spec.protocol import ExecutorFactory
 class RunResult:
     scenario: Scenario
     executor: str
-    violations: tuple[Violation, ...]
+    violations: tuple[HistoryViolation, ...]
     stats: RunStats
     wall_seconds: float
     only: tuple[int, ...] | None

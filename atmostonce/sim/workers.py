@@ -44,7 +44,7 @@ class Asked(Protocol):
         ...
 
 
-class Run:
+class SimulatedRun:
     """One run of a tool at a worker, as the ledger knows it."""
 
     __slots__ = ("attempt", "conn", "ends_at", "gen", "id", "key", "live", "plan", "tool")
@@ -87,7 +87,7 @@ class Worker:
         self.incarnation = 0
         self.alive = True
         self.conn: Conn | None = None
-        self.run: Run | None = None
+        self.run: SimulatedRun | None = None
         self.cut = False
         self.cut_until = 0.0
         self.extra = 0.0
@@ -146,7 +146,7 @@ class Worker:
         duration = plan.duration + self.stall
         self.stall = 0.0
         ends_at = now + duration
-        run = Run(run_id, conn, attempt, key, tool, plan, ends_at)
+        run = SimulatedRun(run_id, conn, attempt, key, tool, plan, ends_at)
         self.run = run
         loop.record(h.RunStarted(now, run_id, conn.id, attempt, key, tool,
                                  call.key if call is not None else key))
@@ -162,19 +162,19 @@ class Worker:
         if ends_at > deadline:
             at(deadline, self._lease, run)
 
-    def _apply(self, run: Run, _b: object) -> None:
+    def _apply(self, run: SimulatedRun, _b: object) -> None:
         if run.live:
             loop = self.loop
             applied = self.ledger.write(run.tool, run.key)
             loop.record(h.EffectApplied(loop.now, run.id, run.key, applied))
 
-    def _beat(self, run: Run, _b: object) -> None:
+    def _beat(self, run: SimulatedRun, _b: object) -> None:
         if run.live:
             self.network.up(run.conn, p.Heartbeat, (run.conn.id, run.attempt))
             loop = self.loop
             loop.at(loop.now + self.beat, self._beat, run)
 
-    def _end(self, run: Run, gen: int) -> None:
+    def _end(self, run: SimulatedRun, gen: int) -> None:
         if not run.live or gen != run.gen:
             return
         run.live = False
@@ -188,7 +188,7 @@ class Worker:
         self.network.up(conn, _FINISHED, (conn.id, run.attempt, ok, output))
         self._idle()
 
-    def _lease(self, run: Run, _b: object) -> None:
+    def _lease(self, run: SimulatedRun, _b: object) -> None:
         """D-12: stop the run once the server has heard nothing for `lease` seconds."""
         if not run.live:
             return

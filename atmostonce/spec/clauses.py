@@ -12,6 +12,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Final
 
 PAGE = "https://docs.superdurable.io/agent-frameworks/tool-calls/"
 
@@ -37,6 +38,14 @@ class Clause:
     @property
     def url(self) -> str:
         return f"{PAGE}#{self.anchor}" if self.anchor else PAGE
+
+
+class FindingId:
+    """The id of every finding, named after it; code names a finding, and a claim of one (its id
+    and a letter), by these."""
+
+    F_6: Final = "F-6"
+    F_7: Final = "F-7"
 
 
 def _page(cid: str, anchor: str, summary: str) -> Clause:
@@ -243,7 +252,7 @@ _CLAUSES: tuple[Clause, ...] = (
         "about it.",
     ),
     _finding(
-        "F-6", _TWICE, "Does passing each call's idempotency key make the documented double "
+        FindingId.F_6, _TWICE, "Does passing each call's idempotency key make the documented double "
         "run harmless?",
         "No. With a service that drops repeated idempotency keys, a cancelled run and the "
         "model's second call of the same tool both take effect (F-6a): the two runs belong to "
@@ -264,7 +273,7 @@ _CLAUSES: tuple[Clause, ...] = (
         "model asks again after outcome_unknown while the lost run still goes on.",
     ),
     _finding(
-        "F-7", _TWICE, "Can a call recorded failed take effect after its record, unseen by "
+        FindingId.F_7, _TWICE, "Can a call recorded failed take effect after its record, unseen by "
         "reconcile?",
         "Yes. A single-attempt call whose attempt times out is recorded failed (D-4) while its "
         "tool goes on, and its write can land after the record (F-7a, shortest trace: ask, "

@@ -36,7 +36,7 @@ class EffectClass(enum.Enum):
         raise SpecError(f"unknown effect class {name!r} (known: {known})")
 
 
-class Step(enum.Enum):
+class DurableStep(enum.Enum):
     """The durable Step that runs a call: with retries, or exactly one attempt."""
 
     CALL_TOOL = "CallTool"
@@ -53,11 +53,11 @@ class PolicySource(enum.Enum):
 
 
 # TC-EFF-READ, TC-EFF-IDEM, TC-EFF-NONIDEM, TC-EFF-UNCL: effect class -> the Step that runs it.
-STEP_BY_EFFECT: Mapping[EffectClass, Step] = {
-    EffectClass.READ: Step.CALL_TOOL,
-    EffectClass.IDEMPOTENT_WRITE: Step.CALL_TOOL,
-    EffectClass.NON_IDEMPOTENT_WRITE: Step.CALL_SINGLE_ATTEMPT_TOOL,
-    EffectClass.UNCLASSIFIED: Step.CALL_SINGLE_ATTEMPT_TOOL,
+STEP_BY_EFFECT: Mapping[EffectClass, DurableStep] = {
+    EffectClass.READ: DurableStep.CALL_TOOL,
+    EffectClass.IDEMPOTENT_WRITE: DurableStep.CALL_TOOL,
+    EffectClass.NON_IDEMPOTENT_WRITE: DurableStep.CALL_SINGLE_ATTEMPT_TOOL,
+    EffectClass.UNCLASSIFIED: DurableStep.CALL_SINGLE_ATTEMPT_TOOL,
 }
 
 # TC-APR-2: effect class -> whether a call waits for approval when the policy leaves it unset.
@@ -78,10 +78,10 @@ CAUTION: Mapping[EffectClass, int] = {
     EffectClass.UNCLASSIFIED: 2,
 }
 
-def step_for(effect: EffectClass) -> Step:
+def step_for(effect: EffectClass) -> DurableStep:
     """The Step that runs calls of `effect` (TC-EFF-READ, TC-EFF-IDEM, TC-EFF-NONIDEM, TC-EFF-UNCL).
 
-    post: (__return__ is Step.CALL_TOOL) == (effect in (EffectClass.READ, EffectClass.IDEMPOTENT_WRITE))
+    post: (__return__ is DurableStep.CALL_TOOL) == (effect in (EffectClass.READ, EffectClass.IDEMPOTENT_WRITE))
     """
     return STEP_BY_EFFECT[effect]
 
@@ -89,7 +89,7 @@ def step_for(effect: EffectClass) -> Step:
 def retries_allowed(effect: EffectClass) -> bool:
     """Whether the engine may run a call of `effect` again after a failure (TC-POL-2).
 
-    post: __return__ == (step_for(effect) is Step.CALL_TOOL)
+    post: __return__ == (step_for(effect) is DurableStep.CALL_TOOL)
     """
     return effect in (EffectClass.READ, EffectClass.IDEMPOTENT_WRITE)
 
@@ -237,7 +237,7 @@ class EffectivePolicy:
     source: PolicySource
 
     @property
-    def step(self) -> Step:
+    def step(self) -> DurableStep:
         return step_for(self.effect)
 
     @property

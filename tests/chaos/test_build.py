@@ -11,15 +11,15 @@ from atmostonce.chaos.nemesis import FaultLog
 from atmostonce.chaos.observations import AnswerSeen, EventSeen, Observations, SnapshotSeen
 from atmostonce.check.history import entries as h
 from atmostonce.engines.adapter import RunEndSeen, ServerLog
-from atmostonce.runtime.ledger_client import Run
+from atmostonce.runtime.ledger_client import LedgerRun
 from atmostonce.spec.protocol import ExecutorConfig
 from atmostonce.spec.session import ToolCallStatus, ToolCallView
 
 LEASE = 1.0
 
 
-def run(started: float, ended: float | None = None, end: str | None = None) -> Run:
-    return Run("w1-1", "s/t/c#1", "s/t/c", "cancel_order", started, ended, end, None)
+def run(started: float, ended: float | None = None, end: str | None = None) -> LedgerRun:
+    return LedgerRun("w1-1", "s/t/c#1", "s/t/c", "cancel_order", started, ended, end, None)
 
 
 @pytest.mark.clause("TC-REC-SUCC")

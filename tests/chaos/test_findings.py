@@ -20,7 +20,7 @@ import pytest
 from atmostonce.check.executors.loading import DEFAULT_EXECUTOR
 from atmostonce.engines.adapter import CutMode, EngineSetup
 from atmostonce.engines.reference.adapter import ReferenceEngine
-from atmostonce.runtime.ledger_client import LedgerClient, Run
+from atmostonce.runtime.ledger_client import LedgerClient, LedgerRun
 from atmostonce.runtime.processes import spawn
 from atmostonce.runtime.tokens import ensure_token
 from atmostonce.spec.policy import EffectClass, ToolPolicy
@@ -63,7 +63,7 @@ def test_no_run_goes_on_once_its_call_is_recorded_outcome_unknown_after_a_reset(
 
 
 async def reset_mid_run(engine: ReferenceEngine, ledger: LedgerClient
-                        ) -> tuple[ToolCallFinished, float, list[Run]]:
+                        ) -> tuple[ToolCallFinished, float, list[LedgerRun]]:
     """A single-attempt call that runs two seconds; its worker's connection is reset for a
     fifth of a second, well inside the lease, while the tool runs."""
     client = engine.client()

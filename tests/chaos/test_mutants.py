@@ -12,6 +12,7 @@ import pytest
 from atmostonce.chaos.nemesis import NemesisKind
 from atmostonce.chaos.options import ChaosOptions
 from atmostonce.chaos.run import run_chaos
+from atmostonce.spec.properties import PropertyId
 from tests.chaos.conftest import chaos
 from tests.runtime.conftest import gone
 
@@ -24,7 +25,7 @@ def test_an_attempt_handed_again_to_another_worker_is_caught_with_its_rerun_comm
                  "--executor", SECOND_WORKER, "--json")
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
     report = json.loads(done.stdout)
-    caught = [v for v in report["violations"] if v["property"] == "A-ONE-WORKER"]
+    caught = [v for v in report["violations"] if v["property"] == PropertyId.A_ONE_WORKER]
     assert caught, report["violations"]
     first = caught[0]
     assert "was handed to" in first["message"] or "ran at" in first["message"]
@@ -44,7 +45,7 @@ def test_a_single_attempt_call_attempted_again_after_its_worker_died_is_caught()
                                     executor="atmostonce.executor.mutants:retry_non_idempotent"))
     assert not result.ok
     caught = {v.property for v in result.violations}
-    assert "A-ONE-ATTEMPT" in caught, [v.line() for v in result.violations]
+    assert PropertyId.A_ONE_ATTEMPT in caught, [v.line() for v in result.violations]
     assert all(gone(pid) for pid in result.pids)
     assert result.kept is not None
     assert (result.kept / "ledger.db").is_file()
@@ -58,8 +59,8 @@ def test_a_tool_result_without_its_error_is_caught_on_the_runtime_from_the_snaps
                                     executor="atmostonce.executor.mutants:"
                                     "tool_result_without_error"))
     assert not result.ok
-    caught = [v for v in result.violations if v.property == "A-TOOL-RESULT"]
+    caught = [v for v in result.violations if v.property == PropertyId.A_TOOL_RESULT]
     assert caught, [v.line() for v in result.violations]
     assert "its tool result reads" in caught[0].message
-    assert {v.property for v in result.violations} == {"A-TOOL-RESULT"}
+    assert {v.property for v in result.violations} == {PropertyId.A_TOOL_RESULT}
     assert all(gone(pid) for pid in result.pids)

@@ -35,7 +35,7 @@ from atmostonce.engines.temporal import mapping
 from atmostonce.engines.temporal.adapter import TemporalEngine
 from atmostonce.engines.temporal.client import TemporalSessions
 from atmostonce.runtime.client import ServerUnavailable
-from atmostonce.runtime.ledger_client import LedgerClient, Run, Write
+from atmostonce.runtime.ledger_client import LedgerClient, LedgerRun, Write
 from atmostonce.runtime.processes import spawn
 from atmostonce.runtime.reconcile import ledger_check
 from atmostonce.runtime.tokens import ensure_token
@@ -66,7 +66,7 @@ class World:
         self.observed = Observed(self)
 
     def judged(self, edit: Callable[[ServerLog], ServerLog] = lambda log: log,
-               ran: Callable[[Run], bool] = lambda run: True) -> Judged:
+               ran: Callable[[LedgerRun], bool] = lambda run: True) -> Judged:
         """Stop the engine (its histories are read first) and check what the client saw, the
         server log (as `edit` leaves it) and the ledger's runs that `ran` keeps, the way a
         chaos run does."""
@@ -76,7 +76,7 @@ class World:
                      self.ledger.writes(), self.engine.setup.config, limits_of(self.engine),
                      now())
 
-    def runs(self, key: str) -> list[Run]:
+    def runs(self, key: str) -> list[LedgerRun]:
         return self.ledger.runs(key)
 
     def writes(self, key: str) -> list[Write]:

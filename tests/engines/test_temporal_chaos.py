@@ -15,7 +15,7 @@ import pytest
 from atmostonce.chaos.options import ChaosOptions
 from atmostonce.chaos.report import chaos_json, chaos_text
 from atmostonce.chaos.run import run_chaos
-from atmostonce.spec.properties import PROPERTIES
+from atmostonce.spec.properties import PROPERTIES, PropertyId
 from tests.chaos.conftest import ROOT, chaos
 from tests.runtime.conftest import gone
 
@@ -84,6 +84,6 @@ def test_the_mapping_that_retries_non_idempotent_writes_is_caught() -> None:
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
     report = json.loads(done.stdout)
     caught = {v["property"] for v in report["violations"]}
-    assert {"A-ONE-ATTEMPT", "A-RETRY-CLASSES"} <= caught, report["violations"]
+    assert {PropertyId.A_ONE_ATTEMPT, PropertyId.A_RETRY_CLASSES} <= caught, report["violations"]
     assert all(f"--engine {BROKEN}" in v["rerun"] for v in report["violations"])
     assert all(gone(pid) for pid in report["pids"])

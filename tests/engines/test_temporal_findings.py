@@ -21,8 +21,9 @@ from atmostonce.check.history import entries as h
 from atmostonce.engines.adapter import CutMode, ServerLog
 from atmostonce.engines.temporal import NO_LEASE, mapping
 from atmostonce.engines.temporal.server_log import UNKNOWN_WORKER
-from atmostonce.runtime.ledger_client import Run
+from atmostonce.runtime.ledger_client import LedgerRun
 from atmostonce.spec.policy import EffectClass, ToolPolicy
+from atmostonce.spec.properties import PropertyId
 from atmostonce.spec.protocol import ExecutorConfig
 from atmostonce.spec.records import (
     DID_NOT_RUN_PREFIX,
@@ -102,15 +103,15 @@ def test_a_single_attempt_tool_timed_out_while_it_runs_records_failed_and_runs_o
         [double] = history.checker.double_runs
         assert (double.tool, double.first, double.second) == ("cancel_order", first, second)
         assert double.documented
-        assert "S-DOUBLE-RUN" in history.checker.witnessed
-        assert "A-DOUBLE-RUN-SHAPE" not in unjudged
+        assert PropertyId.S_DOUBLE_RUN in history.checker.witnessed
+        assert PropertyId.A_DOUBLE_RUN_SHAPE not in unjudged
 
         def no_give_up(log: ServerLog) -> ServerLog:
             log.entries = [e for e in log.entries if not isinstance(e, h.Cancelled)]
             return log
 
         blind = world.judged(no_give_up).history
-        assert "A-DOUBLE-RUN-SHAPE" in {v.property for v in blind.violations}, [
+        assert PropertyId.A_DOUBLE_RUN_SHAPE in {v.property for v in blind.violations}, [
             v.line() for v in blind.violations]
         [undocumented] = blind.checker.double_runs
         assert not undocumented.documented
@@ -170,7 +171,7 @@ def test_an_earlier_attempt_known_only_from_the_closing_failure_counts_as_reache
         world.engine.close()
         for events in world.engine.setup.workdir.glob("*.events"):
             events.write_text("")
-        def before_the_note(run: Run) -> bool:
+        def before_the_note(run: LedgerRun) -> bool:
             return run.key != key
 
         judged = world.judged(ran=before_the_note).history
@@ -185,7 +186,7 @@ def test_an_earlier_attempt_known_only_from_the_closing_failure_counts_as_reache
             return log
 
         blind = world.judged(causes_ignored, before_the_note).history
-        assert "A-UNKNOWN-REACHED" in {v.property for v in blind.violations}
+        assert PropertyId.A_UNKNOWN_REACHED in {v.property for v in blind.violations}
 
 
 @pytest.mark.clause("TC-REC-UNK", "TC-REC-LOST", "D-8", "TC-RCN-ASK")

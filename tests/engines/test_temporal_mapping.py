@@ -15,8 +15,8 @@ from atmostonce.engines.adapter import Limits, limits_of
 from atmostonce.engines.temporal import RETRY_WRITES, mapping
 from atmostonce.engines.temporal.adapter import NOT_CHECKABLE
 from atmostonce.spec.errors import SpecError
-from atmostonce.spec.policy import EffectClass, Step, ToolPolicy, resolve_policy
-from atmostonce.spec.properties import PROPERTIES
+from atmostonce.spec.policy import DurableStep, EffectClass, ToolPolicy, resolve_policy
+from atmostonce.spec.properties import PROPERTIES, PropertyId
 from atmostonce.spec.protocol import ExecutorConfig
 from atmostonce.spec.records import (
     DID_NOT_RUN_PREFIX,
@@ -43,7 +43,8 @@ def test_call_tool_retries_and_a_single_attempt_tool_gets_maximum_attempts_one(
         effect: EffectClass, attempts: int) -> None:
     plan = mapping.plan(policy(effect), CONFIG)
     assert plan.maximum_attempts == attempts
-    assert plan.step is (Step.CALL_TOOL if attempts > 1 else Step.CALL_SINGLE_ATTEMPT_TOOL)
+    assert plan.step is (DurableStep.CALL_TOOL if attempts > 1
+                         else DurableStep.CALL_SINGLE_ATTEMPT_TOOL)
     assert (plan.schedule_to_start, plan.start_to_close, plan.heartbeat, plan.retry_interval) \
         == (10.0, 3.0, 2.5, 0.2)
 
@@ -109,11 +110,13 @@ def test_the_engine_declares_only_properties_the_spec_has_each_with_a_reason() -
     assert set(NOT_CHECKABLE) <= set(PROPERTIES)
     assert all(len(why) > 40 for why in NOT_CHECKABLE.values())
 
+    misspelt = PropertyId.A_ONE_WORKER + "S"
+
     class Declares:
         def limits(self) -> Limits:
-            return Limits({"A-NO-SUCH": "?"})
+            return Limits({misspelt: "?"})
 
-    with pytest.raises(SpecError, match="A-NO-SUCH"):
+    with pytest.raises(SpecError, match=misspelt):
         limits_of(Declares())
     assert limits_of(object()) == Limits()
 
@@ -144,5 +147,6 @@ def test_a_result_across_a_restart_counts_only_where_attempts_survive_restarts()
     for entry in restart_between_hand_out_and_result():
         spec.append(entry)
         kept.append(entry)
-    assert [v.property for v in spec.violations] == ["A-EXHAUSTED-RECORD", "A-RECORD-MEANING"]
+    assert [v.property for v in spec.violations] == [PropertyId.A_EXHAUSTED_RECORD,
+                                                     PropertyId.A_RECORD_MEANING]
     assert kept.violations == []

@@ -13,7 +13,7 @@ from atmostonce.executor.core import ReferenceExecutor
 from atmostonce.executor.mutants import EXECUTOR_MUTANTS, ExecutorMutant
 from atmostonce.spec.clauses import CLAUSES
 from atmostonce.spec.errors import SpecError
-from atmostonce.spec.properties import PROPERTIES
+from atmostonce.spec.properties import PROPERTIES, PropertyId
 from atmostonce.spec.protocol import Executor, ExecutorConfig
 
 
@@ -49,4 +49,4 @@ def test_there_are_enough_distinct_mutants() -> None:
 def test_an_unknown_mutant_name_is_refused_with_the_known_ones() -> None:
     with pytest.raises(SpecError, match="retry_non_idempotent"):
         mutants.get("no_such_mutant")
-    assert mutants.get("fence_ignored").expect == "A-FENCE"
+    assert mutants.get("fence_ignored").expect == PropertyId.A_FENCE

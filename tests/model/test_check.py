@@ -8,7 +8,8 @@ from atmostonce.model import check
 from atmostonce.model.check import DEFAULT, CheckReport
 from atmostonce.model.properties import Properties
 from atmostonce.model.system import System
-from atmostonce.spec.properties import Kind, of_kind
+from atmostonce.spec.properties import Kind, PropertyId, of_kind
+from atmostonce.spec.step_kinds import StepKind
 
 
 @pytest.fixture(scope="module")
@@ -44,9 +45,9 @@ def test_the_documented_double_run_is_a_cancelled_run_and_a_later_call(
     trace = report.double_run
     assert trace is not None
     actions = [step.action["action"] for step in trace.steps]
-    assert "time_out" in actions
-    assert actions.index("time_out") < actions.index("reask")
-    assert actions[-1] == "go"
+    assert StepKind.TIME_OUT in actions
+    assert actions.index(StepKind.TIME_OUT) < actions.index(StepKind.REASK)
+    assert actions[-1] == StepKind.GO
 
 
 def test_the_default_bound_is_not_trivially_small(report: CheckReport) -> None:
@@ -71,7 +72,7 @@ def test_a_bound_too_small_reports_what_it_cannot_witness() -> None:
     report = check.run(config, with_findings=False)
     assert report.result.violations == []
     assert report.ok == (not Properties(System(config)).wanted - set(report.result.witnesses))
-    assert "S-DOUBLE-RUN" not in Properties(System(config)).wanted
+    assert PropertyId.S_DOUBLE_RUN not in Properties(System(config)).wanted
 
 
 def test_check_stops_with_an_incomplete_verdict_at_max_states() -> None:

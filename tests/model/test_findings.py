@@ -7,41 +7,46 @@ import pytest
 
 from atmostonce.model import findings
 from atmostonce.model import layout as s
+from atmostonce.model.choices import ModelChoices
 from atmostonce.model.explorer import Explorer
-from atmostonce.model.protocol import Protocol
 from atmostonce.model.system import System
+from atmostonce.spec.clauses import FindingId
+from atmostonce.spec.properties import PropertyId
+from atmostonce.spec.step_kinds import StepKind
 
 
 def claims_of(finding: str) -> dict[str, findings.Claim]:
-    return {c.id: c for c in findings.establish() if c.id.startswith(finding)}
+    """The finding's claims by their letter."""
+    return {c.id.removeprefix(finding): c for c in findings.establish()
+            if c.id.startswith(finding)}
 
 
 @pytest.mark.clause("F-6", "D-6", "TC-AMO-5", "TC-KEY-3")
 def test_every_claim_of_finding_f6_holds() -> None:
-    claims = claims_of("F-6")
-    assert set(claims) == {"F-6a", "F-6b", "F-6c", "F-6d", "F-6e"}
+    claims = claims_of(FindingId.F_6)
+    assert set(claims) == set("abcde")
     for claim in claims.values():
         assert claim.holds, f"{claim.id}: {claim.statement}"
-    assert claims["F-6a"].trace is not None
-    assert claims["F-6a"].trace.steps[-1].action["action"] == "apply"
-    assert claims["F-6b"].trace is None
+    assert claims["a"].trace is not None
+    assert claims["a"].trace.steps[-1].action["action"] == StepKind.APPLY
+    assert claims["b"].trace is None
 
 
 @pytest.mark.clause("F-7", "D-4", "TC-REC-FAIL", "TC-AMO-3")
 def test_f7_the_shortest_trace_records_failed_then_the_write_lands() -> None:
-    claims = claims_of("F-7")
-    assert set(claims) == {"F-7a", "F-7b", "F-7c"}
+    claims = claims_of(FindingId.F_7)
+    assert set(claims) == set("abc")
     for claim in claims.values():
         assert claim.holds, f"{claim.id}: {claim.statement}"
-    trace = claims["F-7a"].trace
+    trace = claims["a"].trace
     assert trace is not None
     actions = [step.action["action"] for step in trace.steps]
-    assert actions == ["ask", "hand", "go", "time_out", "apply"]
+    assert actions == [StepKind.ASK, StepKind.HAND, StepKind.GO, StepKind.TIME_OUT, StepKind.APPLY]
     timed_out = trace.steps[3].changes
     assert "call 0 record: None -> failed" in timed_out
     assert "call 0 error: None -> may_still_be_running" in timed_out
     assert any("effects applied 0 -> 1" in change for change in trace.steps[4].changes)
-    assert claims["F-7b"].trace is None
+    assert claims["b"].trace is None
 
 
 @pytest.mark.clause("F-7", "D-20", "TC-RCN-ONCE")
@@ -52,6 +57,6 @@ def test_f7_reconcile_including_cancelled_calls_reports_them_and_a_blind_job_twi
         c[s.CS] == s.C_FAILED and c[s.REP] == 1 for c in system.calls_of(st)))
     reported.run()
     assert reported.goal_found is not None
-    blind = System(config, Protocol(reconcile_reads_history=False))
+    blind = System(config, ModelChoices(reconcile_reads_history=False))
     result = Explorer(blind, stop_at_first=True).run()
-    assert "E-RECONCILE-ONCE" in {v.property for v in result.violations}
+    assert PropertyId.E_RECONCILE_ONCE in {v.property for v in result.violations}

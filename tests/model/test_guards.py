@@ -10,6 +10,7 @@ from itertools import product
 import pytest
 
 from atmostonce.model import layout
+from atmostonce.model.choices import decision_table
 from atmostonce.model.config import ModelConfig, parse_tools
 from atmostonce.model.guards import GUARDS, Situation, holds
 from atmostonce.model.layout import EFFECT_INDEX, SPEC_END, Label, State
@@ -21,9 +22,9 @@ from atmostonce.model.machines import (
     Edge,
     MachineDef,
 )
-from atmostonce.model.protocol import decision_table
 from atmostonce.model.system import System
 from atmostonce.spec.policy import EffectClass, ToolPolicy, resolve_policy
+from atmostonce.spec.step_kinds import StepKind
 
 CALLS = (CALL_TOOL, CALL_SINGLE_ATTEMPT_TOOL)
 
@@ -136,7 +137,7 @@ def _check_attempt_guards(hand: Edge, go: Edge, beat: Edge) -> None:
             if c[layout.AS] == layout.A_QUEUED:
                 admitted = {w for w in range(system.workers) if holds(
                     hand.conditions, hand.unless, _attempt_situation(system, state, i, w))}
-                handed = {w for kind, call, w in labels if kind == "hand" and call == i}
+                handed = {w for kind, call, w in labels if kind == StepKind.HAND and call == i}
                 assert handed <= admitted, (state, i)
                 assert bool(handed) == bool(admitted), (state, i)
                 seen["hand" if handed else "refused"] += 1

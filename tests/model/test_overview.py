@@ -7,6 +7,7 @@ import pytest
 from atmostonce.model import overview
 from atmostonce.model.config import ModelConfig
 from atmostonce.spec.errors import SpecError
+from atmostonce.spec.step_kinds import StepKind
 
 
 @pytest.fixture(scope="module")
@@ -17,21 +18,21 @@ def found() -> dict[tuple[str, str], tuple[str, ...]]:
 @pytest.mark.clause("D-5", "D-12", "TC-AMO-3", "TC-EFF-IDEM")
 def test_the_overview_shows_the_couplings_of_the_model(
         found: dict[tuple[str, str], tuple[str, ...]]) -> None:
-    assert found[("Attempt", "Run")] == ("go",)  # the run starts only on the go-ahead
-    assert found[("Run", "KeyedLedger")] == ("apply",)
-    assert found[("Run", "PlainLedger")] == ("apply",)
-    assert found[("Worker", "Run")] == ("crash", "detect", "reconnect")
-    assert found[("Worker", "Attempt")] == ("detect", "reconnect")
-    assert found[("CallTool", "Attempt")] == ("approve",)
-    assert found[("agent's model", "CallTool")] == ("ask", "reask")
-    assert "restart" in found[("server restart", "Attempt")]
-    assert set(found[("Attempt", "CallSingleAttemptTool")]) == {"expire", "time_out"}
+    assert found[("Attempt", "Run")] == (StepKind.GO,)  # the run starts only on the go-ahead
+    assert found[("Run", "KeyedLedger")] == (StepKind.APPLY,)
+    assert found[("Run", "PlainLedger")] == (StepKind.APPLY,)
+    assert found[("Worker", "Run")] == (StepKind.CRASH, StepKind.DETECT, StepKind.RECONNECT)
+    assert found[("Worker", "Attempt")] == (StepKind.DETECT, StepKind.RECONNECT)
+    assert found[("CallTool", "Attempt")] == (StepKind.APPROVE,)
+    assert found[("agent's model", "CallTool")] == (StepKind.ASK, StepKind.REASK)
+    assert StepKind.RESTART in found[("server restart", "Attempt")]
+    assert set(found[("Attempt", "CallSingleAttemptTool")]) == {StepKind.EXPIRE, StepKind.TIME_OUT}
 
 
 def test_a_cancel_draws_no_arrow_to_the_run(
         found: dict[tuple[str, str], tuple[str, ...]]) -> None:
     """TC-AMO-3: a time-out decides the call but leaves the run going."""
-    assert not any("time_out" in kinds for (o, t), kinds in found.items() if t == "Run")
+    assert not any(StepKind.TIME_OUT in kinds for (o, t), kinds in found.items() if t == "Run")
     assert ("server restart", "Run") not in found
 
 
@@ -54,6 +55,6 @@ def test_a_narrower_bound_shows_fewer_interactions() -> None:
 
 
 def test_a_step_nobody_owns_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delitem(overview.ACTORS, "ask")
+    monkeypatch.delitem(overview.ACTORS, StepKind.ASK)
     with pytest.raises(SpecError, match="model step 'ask' is no machine's trigger"):
         overview.interactions.__wrapped__(ModelConfig(workers=1, calls=1, faults=0))

@@ -18,6 +18,8 @@ from atmostonce.model.config import ModelConfig, parse_tools
 from atmostonce.model.trace import config_from_json, config_json
 from atmostonce.report.charts import Chart, chart_of_schedule, chart_of_trace, parse_schedule
 from atmostonce.spec.errors import SpecError
+from atmostonce.spec.properties import PropertyId
+from atmostonce.spec.step_kinds import StepKind
 
 pytest.importorskip("matplotlib")
 
@@ -62,7 +64,7 @@ def test_the_double_run_witness_becomes_a_chart(tmp_path: Path) -> None:
     traces = _saved(tmp_path, "--tools", "non_idempotent_write+approval", "--crashes", "0",
                     "--partitions", "0", "--restarts", "0", "--policy-changes", "0",
                     "--reconcile-crashes", "0")
-    witness = next(t for t in traces if t["property"] == "S-DOUBLE-RUN")
+    witness = next(t for t in traces if t["property"] == PropertyId.S_DOUBLE_RUN)
     chart = chart_of_trace(witness)
     assert chart.lanes == ("agent", "people", "executor", "worker 0", "worker 1", "ledger")
     tool = "non_idempotent_write+approval"
@@ -161,4 +163,4 @@ def test_bad_schedules_are_refused_in_one_line(schedule: list[str], says: str) -
 
 def test_schedule_steps_parse_as_model_labels() -> None:
     assert parse_schedule(["reconcile", "crash(1)", "hand(0, 1)"]) == [
-        ("reconcile", -1, -1), ("crash", 1, -1), ("hand", 0, 1)]
+        (StepKind.RECONCILE, -1, -1), (StepKind.CRASH, 1, -1), (StepKind.HAND, 0, 1)]

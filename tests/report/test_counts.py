@@ -9,7 +9,7 @@ from atmostonce.check.executors.loading import DEFAULT_EXECUTOR, load_factory
 from atmostonce.check.history.call_edges import call_edges
 from atmostonce.check.history.state import Call
 from atmostonce.check.lockstep.schedule_counts import schedule_edge_counts
-from atmostonce.model.check import DEFAULT, protocol_for
+from atmostonce.model.check import DEFAULT, choices_for
 from atmostonce.model.config import ModelConfig
 from atmostonce.model.edge_counts import count_edges
 from atmostonce.model.explorer import Explorer
@@ -17,12 +17,13 @@ from atmostonce.model.system import System
 from atmostonce.report.counts import layer_counts
 from atmostonce.sim.campaign import campaign
 from atmostonce.sim.stats import Totals
+from atmostonce.spec.step_kinds import StepKind
 
 SMALL = ModelConfig(calls=1, faults=1, reasks=0, policy_changes=0, reconcile_crashes=0)
 
 
 def _explored(config: ModelConfig) -> tuple[System, Explorer, set[tuple[str, str, str]]]:
-    system = System(config, protocol_for(config))
+    system = System(config, choices_for(config))
     explorer = Explorer(system, stop_at_first=False)
     fired = explorer.run().fired
     return system, explorer, fired
@@ -51,7 +52,8 @@ def test_model_counts_are_per_transition_not_per_state() -> None:
     once per transition that creates a call, so a count can exceed the states."""
     system, explorer, _ = _explored(SMALL)
     counts = count_edges(system, explorer.states)
-    asks = sum(1 for s in explorer.states for t in system.successors(s) if t.label[0] == "ask")
+    asks = sum(1 for s in explorer.states for t in system.successors(s)
+               if t.label[0] == StepKind.ASK)
     entries = sum(n for (m, s, t, _), n in counts.items()
                   if m.startswith("Call") and s == "asked")
     assert entries == asks > 0
@@ -67,7 +69,7 @@ def test_conformance_counts_are_the_transitions_out_of_states_within_the_depth()
     from atmostonce.check.lockstep.conformance import schedules
 
     last_asks = sum(1 for labels in schedules(DEFAULT, depth, edges=True)
-                    if labels[-1][0] == "ask")
+                    if labels[-1][0] == StepKind.ASK)
     entries = sum(n for (m, s, t, _), n in counts.items()
                   if m.startswith("Call") and s == "asked")
     assert entries >= last_asks > 0

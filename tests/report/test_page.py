@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from atmostonce.model.check import protocol_for
+from atmostonce.model.check import choices_for
 from atmostonce.model.config import ModelConfig
 from atmostonce.model.edge_counts import count_edges
 from atmostonce.model.explorer import Explorer
@@ -21,7 +21,7 @@ SMALL = ModelConfig(calls=1, faults=1, reasks=0, policy_changes=0, reconcile_cra
 
 
 def _page() -> str:
-    system = System(SMALL, protocol_for(SMALL))
+    system = System(SMALL, choices_for(SMALL))
     explorer = Explorer(system, stop_at_first=False)
     explorer.run()
     counts = count_edges(system, explorer.states)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from atmostonce.runtime.client import Client
-from atmostonce.runtime.ledger_client import LedgerClient, Run
+from atmostonce.runtime.ledger_client import LedgerClient, LedgerRun
 from atmostonce.runtime.options import ToolOptions
 from atmostonce.runtime.processes import Cluster
 from atmostonce.spec.policy import EffectClass, ToolPolicy
@@ -26,14 +26,15 @@ def config(fence: bool) -> ExecutorConfig:
     return ExecutorConfig(heartbeat_timeout=2.0, lease=1.0, run_timeout=0.3, fence=fence)
 
 
-def both_runs(ledger: LedgerClient, first: str, second: str) -> tuple[Run, Run] | None:
+def both_runs(ledger: LedgerClient, first: str, second: str) -> tuple[LedgerRun, LedgerRun] | None:
     runs = {r.key: r for r in ledger.runs() if r.end is not None}
     if first in runs and second in runs:
         return runs[first], runs[second]
     return None
 
 
-def cancel_then_ask_again(cluster: Cluster, client: Client, session: str) -> tuple[Run, Run]:
+def cancel_then_ask_again(cluster: Cluster, client: Client, session: str
+                          ) -> tuple[LedgerRun, LedgerRun]:
     client.set_policy("cancel_order", NONIDEM)
     first = client.ask(session, "t1", "c1", "cancel_order", SLOW)
     event = finished(client, session, "c1")

@@ -11,6 +11,7 @@ import pytest
 
 from atmostonce import cli
 from atmostonce.sim.commands import register
+from atmostonce.spec.properties import PropertyId
 
 MUTANT = "atmostonce.executor.mutants:approval_default_ignored"
 Invoke = Callable[..., tuple[int, str, str]]
@@ -64,7 +65,7 @@ def test_simulate_of_a_mutant_exits_1_with_seed_and_replay_command(run: Invoke) 
     assert code == 1
     report = json.loads(out)
     violation = report["violations"][0]
-    assert violation["property"] in ("A-APPROVAL", "A-POLICY-SNAPSHOT")
+    assert violation["property"] in (PropertyId.A_APPROVAL, PropertyId.A_POLICY_SNAPSHOT)
     assert violation["replay"] == (
         f"atmostonce replay {violation['seed']} --profile chaos --executor {MUTANT}")
     code, text, _ = run("simulate", "--seeds", "1", "--executor", MUTANT)
@@ -84,7 +85,7 @@ def test_replay_prints_the_events_and_the_verdict(run: Invoke) -> None:
     report = json.loads(out)
     assert report["faults"] == []
     assert report["verdict"] == "fail"
-    assert any(v["property"] == "A-APPROVAL" for v in report["violations"])
+    assert any(v["property"] == PropertyId.A_APPROVAL for v in report["violations"])
 
 
 @pytest.mark.parametrize(("argv", "says"), [

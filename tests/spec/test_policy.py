@@ -11,10 +11,10 @@ from hypothesis import strategies as st
 from atmostonce.spec.errors import SpecError
 from atmostonce.spec.policy import (
     CAUTION,
+    DurableStep,
     EffectClass,
     EffectivePolicy,
     PolicySource,
-    Step,
     ToolHints,
     ToolPolicy,
     default_requires_approval,
@@ -67,7 +67,7 @@ def test_approval_default_table_is_reproduced_by_the_spec() -> None:
 def test_quick_start_cancel_order_waits_for_approval() -> None:
     cancel_order = resolve_policy(ToolPolicy(EffectClass.NON_IDEMPOTENT_WRITE))
     assert cancel_order.requires_approval is True
-    assert cancel_order.step is Step.CALL_SINGLE_ATTEMPT_TOOL
+    assert cancel_order.step is DurableStep.CALL_SINGLE_ATTEMPT_TOOL
 
 
 @pytest.mark.clause("TC-APR-3")
@@ -80,7 +80,7 @@ def test_requires_approval_true_waits_whatever_the_effect(effect: EffectClass) -
 def test_requires_approval_false_runs_unapproved_but_still_once() -> None:
     policy = resolve_policy(ToolPolicy(EffectClass.NON_IDEMPOTENT_WRITE, requires_approval=False))
     assert policy.requires_approval is False
-    assert policy.step is Step.CALL_SINGLE_ATTEMPT_TOOL
+    assert policy.step is DurableStep.CALL_SINGLE_ATTEMPT_TOOL
     assert not policy.retries_allowed
 
 
@@ -185,7 +185,7 @@ def test_d22_by_default_a_read_only_hint_lowers_a_cautious_session_default() -> 
     lowered = resolve_policy(None, hints, EffectClass.NON_IDEMPOTENT_WRITE)
     assert (lowered.effect, lowered.source) == (EffectClass.READ,
                                                 PolicySource.FRAMEWORK_METADATA)
-    assert (lowered.requires_approval, lowered.step) == (False, Step.CALL_TOOL)
+    assert (lowered.requires_approval, lowered.step) == (False, DurableStep.CALL_TOOL)
 
 
 @pytest.mark.clause("D-22")
@@ -195,7 +195,7 @@ def test_d22_a_session_that_keeps_its_default_as_a_floor_keeps_approval_and_one_
     kept = resolve_policy(None, hints, EffectClass.NON_IDEMPOTENT_WRITE, hints_may_lower=False)
     assert (kept.effect, kept.source) == (EffectClass.NON_IDEMPOTENT_WRITE,
                                           PolicySource.SESSION_DEFAULT)
-    assert (kept.requires_approval, kept.step) == (True, Step.CALL_SINGLE_ATTEMPT_TOOL)
+    assert (kept.requires_approval, kept.step) == (True, DurableStep.CALL_SINGLE_ATTEMPT_TOOL)
     policy = resolve_policy(ToolPolicy(EffectClass.READ), hints, EffectClass.UNCLASSIFIED,
                             hints_may_lower=False)
     assert policy.source is PolicySource.TOOL_POLICY
@@ -230,4 +230,5 @@ def test_the_quick_starts_cancel_order_waits_for_approval_on_every_call() -> Non
     assert cancel == ToolPolicy(EffectClass.NON_IDEMPOTENT_WRITE)
     assert cancel.requires_approval is None
     resolved = resolve_policy(cancel)
-    assert (resolved.requires_approval, resolved.step) == (True, Step.CALL_SINGLE_ATTEMPT_TOOL)
+    assert (resolved.requires_approval, resolved.step) == (
+        True, DurableStep.CALL_SINGLE_ATTEMPT_TOOL)

@@ -1,7 +1,10 @@
-"""Which code implements and which tests pin each clause, read from the source itself.
+"""Which code implements and which tests pin each clause, read from the source itself, and
+which property ids the project's text names.
 
 Code names a clause in a docstring or a comment; a test names it with the pytest marker
-`@pytest.mark.clause("TC-...")`. Nothing is listed by hand, so the matrix cannot drift.
+`@pytest.mark.clause("TC-...")`. Nothing is listed by hand, so the matrix cannot drift. A
+property id may be named anywhere (code, tests, benchmarks, examples, the docs), and each one
+named must be a property of the registry.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from atmostonce.spec.clauses import Clause, all_clauses
+from atmostonce.spec.properties import PROPERTIES
 
 # An id such as TC-REC-EXHAUST-READ, D-7 or F-6; "TC-REC-*" names a family, not an id.
 CLAUSE_ID = re.compile(r"\b(?:TC-[A-Z0-9]+(?:-[A-Z0-9]+)*|D-\d+|F-\d+)\b(?!-\*)")
@@ -24,6 +28,12 @@ PACKAGE_DIR = Path(__file__).resolve().parents[2]
 checks depend on the library face it exports, the runtime's included."""
 REPO_DIR = PACKAGE_DIR.parent
 TESTS_DIR = REPO_DIR / "tests"
+
+# An id such as A-ONE-RECORD or S-RECORD-read-failed; "S-RECORD-*" names a family, not an id.
+PROPERTY_ID = re.compile(r"(?<![\w-])[ASE]-[A-Z]{2,}(?:-[A-Z]+)*(?:-[a-z_]+-[a-z_]+)?(?![\w-])")
+PROPERTY_TEXTS = (PACKAGE_DIR, TESTS_DIR, REPO_DIR / "benchmarks", REPO_DIR / "examples",
+                  REPO_DIR / "README.md", REPO_DIR / "docs")
+"""Where property ids are named: files, and folders whose every text file is read."""
 
 
 @dataclass(frozen=True)
@@ -160,3 +170,36 @@ def unknown_ids(
             if cid not in known:
                 stray[cid].update(places)
     return stray
+
+
+def property_ids_named(roots: Iterable[Path] | None = None) -> dict[str, set[str]]:
+    """Property id -> the places (path:line) whose text names it, in `roots` (files or folders;
+    by default `PROPERTY_TEXTS`, those of them that exist)."""
+    refs: dict[str, set[str]] = defaultdict(set)
+    for path in _text_files(PROPERTY_TEXTS if roots is None else roots):
+        try:
+            text = path.read_text()
+        except UnicodeDecodeError:
+            continue
+        place = path.relative_to(REPO_DIR) if path.is_relative_to(REPO_DIR) else path
+        for number, line in enumerate(text.splitlines(), start=1):
+            for pid in PROPERTY_ID.findall(line):
+                refs[pid].add(f"{place}:{number}")
+    return refs
+
+
+def _text_files(roots: Iterable[Path]) -> list[Path]:
+    files: list[Path] = []
+    for root in roots:
+        if root.is_file():
+            files.append(root)
+        elif root.is_dir():
+            files += (p for p in root.rglob("*")
+                      if p.is_file() and "__pycache__" not in p.parts)
+    return sorted(files)
+
+
+def unknown_property_ids(named: Mapping[str, set[str]]) -> dict[str, set[str]]:
+    """Property ids named somewhere that the registry does not define: typos, or a property
+    removed."""
+    return {pid: places for pid, places in named.items() if pid not in PROPERTIES}

@@ -15,6 +15,7 @@ from atmostonce.check.history.state import (
 )
 from atmostonce.spec.approval import REPLY_TEXT, ApprovalState, answer
 from atmostonce.spec.policy import choose_deadline
+from atmostonce.spec.properties import PropertyId
 
 _REPLY_BY_TEXT = {text: reply for reply, text in REPLY_TEXT.items()}
 
@@ -43,8 +44,8 @@ class ApprovalChecks(CheckerState):
         c = self._calls.get(e.key)
         if c is None:
             if e.ok:
-                self._bad("A-APPROVAL", e.key, "an answer for a call nobody asked was accepted",
-                          pos)
+                self._bad(PropertyId.A_APPROVAL, e.key,
+                          "an answer for a call nobody asked was accepted", pos)
             return
         state = c.approval
         if (state is WAITING and not e.ok
@@ -55,7 +56,7 @@ class ApprovalChecks(CheckerState):
         said = _REPLY_BY_TEXT.get(e.text)
         verb = "approval" if e.approve else "rejection"
         if e.ok != (reply is ACCEPTED) or (said is not None and said is not reply):
-            self._bad("A-APPROVAL", c,
+            self._bad(PropertyId.A_APPROVAL, c,
                       f"a {verb} of a call in state {state.value} got "
                       f"{'accepted' if e.ok else 'refused'} ({e.text!r}); D-7 says "
                       f"{reply.value}", c.pos, c.approval_pos, pos)

@@ -27,6 +27,7 @@ from atmostonce.check.history.state import (
     with_article,
 )
 from atmostonce.spec.approval import ApprovalEvent, answer
+from atmostonce.spec.properties import PropertyId
 from atmostonce.spec.protocol import TimerKind
 from atmostonce.spec.session import ToolCallStatus
 
@@ -42,7 +43,7 @@ class AttemptChecks(CheckerState):
         kind = e.kind
         if kind is APPROVAL_DEADLINE:
             if not c.policy.requires_approval:
-                self._bad("A-POLICY-SNAPSHOT", c,
+                self._bad(PropertyId.A_POLICY_SNAPSHOT, c,
                           "the call waits for approval, but the policy in force when it was "
                           f"asked ({policy_text(c.policy)}) needs none", c.pos, pos)
         elif kind is QUEUE_TIMEOUT:
@@ -56,15 +57,17 @@ class AttemptChecks(CheckerState):
         c.attempts[attempt_id] = attempt
         self._attempts[attempt_id] = attempt
         if c.record is OUTCOME_UNKNOWN:
-            self._bad("A-NO-ATTEMPT-AFTER-UNKNOWN", c,
+            self._bad(PropertyId.A_NO_ATTEMPT_AFTER_UNKNOWN, c,
                       f"attempt {attempt_id} came after the call recorded outcome_unknown",
                       c.record_pos, pos)
         count = len(c.attempts)
         if c.single and count > 1:
             effect = c.policy.effect.value
-            self._bad("A-ONE-ATTEMPT", c, f"{with_article(effect)} call got {count} attempts",
+            self._bad(PropertyId.A_ONE_ATTEMPT, c,
+                      f"{with_article(effect)} call got {count} attempts",
                       c.pos, pos)
-            self._bad("A-RETRY-CLASSES", c, f"{with_article(effect)} call was attempted again",
+            self._bad(PropertyId.A_RETRY_CLASSES, c,
+                      f"{with_article(effect)} call was attempted again",
                       c.pos, pos)
             self._followed_later(c, lambda p: p.retries_allowed, "it got another attempt", pos)
         return attempt
@@ -99,14 +102,14 @@ class AttemptChecks(CheckerState):
         if c is None:
             c = self._calls.get(e.key)
             if c is None:
-                self._bad("A-SAME-KEY", e.key,
+                self._bad(PropertyId.A_SAME_KEY, e.key,
                           f"attempt {e.attempt} was handed out with a key no call has", pos)
                 return
         if e.key != c.key:
-            self._bad("A-SAME-KEY", c, f"attempt {e.attempt} passes the key {e.key!r}",
+            self._bad(PropertyId.A_SAME_KEY, c, f"attempt {e.attempt} passes the key {e.key!r}",
                       c.pos, pos)
         if not e.persisted_first:
-            self._bad("A-DID-NOT-RUN-TRUE", c,
+            self._bad(PropertyId.A_DID_NOT_RUN_TRUE, c,
                       f"attempt {e.attempt} was told to {e.worker} before its hand-out was "
                       "persisted (D-5)", pos)
         if self.config.fence and c.single:
@@ -115,28 +118,29 @@ class AttemptChecks(CheckerState):
         if attempt is not None and attempt.worker is not None:
             earlier = attempt.worker
             again = "again" if earlier == e.worker else f"after {earlier}"
-            self._bad("A-ONE-WORKER", c, f"attempt {e.attempt} was handed to {e.worker} {again}",
+            self._bad(PropertyId.A_ONE_WORKER, c,
+                      f"attempt {e.attempt} was handed to {e.worker} {again}",
                       attempt.pos, pos)
         record = c.record
         if record is not None and record is not OUTCOME_UNKNOWN:
-            pid = "A-APPROVAL" if record is REJECTED else "A-ONE-RECORD"
+            pid = PropertyId.A_APPROVAL if record is REJECTED else PropertyId.A_ONE_RECORD
             self._bad(pid, c, f"attempt {e.attempt} was handed out after the record "
                       f"{record.value}", c.record_pos, pos)
         if c.result_ok is not None:
-            self._bad("A-RETRY-CLASSES", c,
+            self._bad(PropertyId.A_RETRY_CLASSES, c,
                       f"attempt {e.attempt} was handed out after the tool "
                       f"{'returned' if c.result_ok else 'reported a failure'} (D-3)",
                       c.result_pos, pos)
         if c.policy.requires_approval and c.approval is not APPROVED:
-            self._bad("A-APPROVAL", c,
+            self._bad(PropertyId.A_APPROVAL, c,
                       f"attempt {e.attempt} was handed out while the call's approval was "
                       f"{c.approval.value}", c.pos, c.approval_pos, pos)
             if c.approval is WAITING:
-                self._bad("A-POLICY-SNAPSHOT", c,
+                self._bad(PropertyId.A_POLICY_SNAPSHOT, c,
                           "the call did not wait for approval, but the policy in force when "
                           f"it was asked ({policy_text(c.policy)}) needs it", c.pos, pos)
         if c.policy.effect is READ and c.lost_before:
-            self.witnessed.add("S-READ-RETRY-AFTER-LOSS")
+            self.witnessed.add(PropertyId.S_READ_RETRY_AFTER_LOSS)
         if attempt is None:
             attempt = self._new_attempt(c, e.attempt, pos)
         attempt.worker = e.worker
@@ -159,7 +163,7 @@ class AttemptChecks(CheckerState):
         if attempt is not None:
             due = self._cancels_due.pop(attempt.id, None)
             if due is not None and e.worker != attempt.worker:
-                self._bad("A-CANCEL-ON-TIMEOUT", attempt.call,
+                self._bad(PropertyId.A_CANCEL_ON_TIMEOUT, attempt.call,
                           f"attempt {attempt.id} timed out at {attempt.worker}, but the "
                           f"cancel went to {e.worker}", due[1], pos)
             self._attempt_ends(attempt, GAVE_UP, pos)
@@ -168,7 +172,7 @@ class AttemptChecks(CheckerState):
         """A-CANCEL-ON-TIMEOUT at quiescence: every attempt that timed out while out at a
         worker was cancelled there (TC-AMO-3)."""
         for attempt, pos in self._cancels_due.values():
-            self._bad("A-CANCEL-ON-TIMEOUT", attempt.call,
+            self._bad(PropertyId.A_CANCEL_ON_TIMEOUT, attempt.call,
                       f"attempt {attempt.id} timed out while out at {attempt.worker}, and that "
                       "worker was never sent a cancel", attempt.pos, pos)
         self._cancels_due.clear()
@@ -199,7 +203,7 @@ class AttemptChecks(CheckerState):
             c.lost_before = True
             self._attempt_ends(attempt, LOST, pos)
             if not attempt.started and any(r.attempt is attempt for r in c.runs):
-                self.witnessed.add("S-LOST-BEFORE-HEARTBEAT")
+                self.witnessed.add(PropertyId.S_LOST_BEFORE_HEARTBEAT)
 
     def _server_restarted(self, e: h.ServerRestarted, pos: int) -> None:
         """D-8: every attempt out at a worker is lost to the restart; its run may go on. On an
@@ -226,7 +230,7 @@ class AttemptChecks(CheckerState):
         side, which the fence does not hold back."""
         for other in self._live_single.get(c.tool, ()):
             if other.orphan and other.call is not c:
-                self._bad("A-FENCE", c,
+                self._bad(PropertyId.A_FENCE, c,
                           f"with the fence on, attempt {attempt} was handed out while the "
                           f"abandoned run of {other.call.key} (recorded "
                           f"{_name(other.call.record)}) still went",

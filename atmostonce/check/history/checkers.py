@@ -69,13 +69,13 @@ Using `History` from a harness::
     ...
     history.finish()                          # once the run was driven to quiescence: adds the
                                               # eventually-properties' violations
-    history.violations                        # every Violation found, in order
+    history.violations                        # every violation found, in order
 
 Before `finish`, a harness drives the run to quiescence: no more faults, every worker back,
 every timer fired, the reconcile job run (at least twice, to show a rerun sends nothing new),
 and every session's snapshot read once more (`SnapshotSeen` for each call whose status,
 error or tool results changed since the last look). `check_history(entries, config)` does
-all of the checking for a finished list of entries. A `Violation` names its property id
+all of the checking for a finished list of entries. A `HistoryViolation` names its property id
 (atmostonce.spec.properties), the call's idempotency key, a one-line message and the
 positions of the entries involved. `HandedOut.call` and `RunStarted.call` are
 the harness's own attribution of an attempt to a call (the simulator reads it from the call's
@@ -96,7 +96,7 @@ from atmostonce.check.history.records import RecordChecks
 from atmostonce.check.history.runs import RunChecks
 from atmostonce.check.history.state import OUTCOME_UNKNOWN
 from atmostonce.spec.policy import EffectClass
-from atmostonce.spec.properties import record_witness_id
+from atmostonce.spec.properties import PropertyId, record_witness_id
 from atmostonce.spec.protocol import ExecutorConfig
 from atmostonce.spec.records import Record
 from atmostonce.spec.session import ToolCallStatus
@@ -161,12 +161,12 @@ class HistoryChecker(ApprovalChecks, AttemptChecks, RecordChecks, RunChecks):
 
     # -- entry points --------------------------------------------------------------------------
 
-    def observe(self, entry: h.Entry, pos: int) -> list[h.Violation]:
+    def observe(self, entry: h.Entry, pos: int) -> list[h.HistoryViolation]:
         """Judge one entry at history position `pos`; return the violations it revealed."""
         self.judges[type(entry)](entry, pos)
         return self.take_fresh()
 
-    def finish(self) -> list[h.Violation]:
+    def finish(self) -> list[h.HistoryViolation]:
         """The eventually-properties, at quiescence; also returns what they found."""
         self._cancels_never_sent()
         self.finished_results()
@@ -174,15 +174,15 @@ class HistoryChecker(ApprovalChecks, AttemptChecks, RecordChecks, RunChecks):
             if c.record is not None:
                 self.witnessed.add(_WITNESS[c.policy.effect._value_, c.record._value_])
             if c.record is None:
-                self._bad("E-EVERY-CALL-RECORDED", c, "the call never got a record", c.pos)
+                self._bad(PropertyId.E_EVERY_CALL_RECORDED, c, "the call never got a record", c.pos)
                 continue
             if c.record is OUTCOME_UNKNOWN:
                 if c.reports == 0:
-                    self._bad("E-RECONCILE-ONCE", c,
+                    self._bad(PropertyId.E_RECONCILE_ONCE, c,
                               "no reconcile report ever named this outcome_unknown call",
                               c.pos, c.record_pos)
                 if not c.runs:
-                    self.witnessed.add("S-UNKNOWN-NEVER-RAN")
+                    self.witnessed.add(PropertyId.S_UNKNOWN_NEVER_RAN)
         return self.take_fresh()
 
     def call_edges(self) -> CallEdges:
@@ -217,7 +217,7 @@ class History:
         self._judges = self.checker.judges
         self._fresh = self.checker.fresh
 
-    def append(self, entry: h.Entry) -> list[h.Violation]:
+    def append(self, entry: h.Entry) -> list[h.HistoryViolation]:
         """Add `entry`; return the violations it revealed (usually none). The checker's
         `observe`, inlined: a run appends about ten entries per tool call."""
         entries = self.entries
@@ -226,7 +226,7 @@ class History:
         self._judges[type(entry)](entry, pos)
         return self.checker.take_fresh() if self._fresh else _NONE
 
-    def judge(self, entry: h.Entry) -> list[h.Violation]:
+    def judge(self, entry: h.Entry) -> list[h.HistoryViolation]:
         """Judge `entry` as `append` would, without keeping it: for a harness that never reads
         its entries back, so they need not stay in memory. A history takes its entries through
         one of the two, never both."""
@@ -235,20 +235,20 @@ class History:
         self._judges[type(entry)](entry, pos)
         return self.checker.take_fresh() if self._fresh else _NONE
 
-    def finish(self) -> list[h.Violation]:
+    def finish(self) -> list[h.HistoryViolation]:
         """The run reached quiescence: check the eventually-properties."""
         return self.checker.finish()
 
     @property
-    def violations(self) -> list[h.Violation]:
+    def violations(self) -> list[h.HistoryViolation]:
         return self.checker.violations
 
 
-_NONE: list[h.Violation] = []
+_NONE: list[h.HistoryViolation] = []
 """What `append` returns when an entry revealed nothing; never changed."""
 
 
-def check_history(entries: Iterable[h.Entry], config: ExecutorConfig) -> list[h.Violation]:
+def check_history(entries: Iterable[h.Entry], config: ExecutorConfig) -> list[h.HistoryViolation]:
     """Every violation in a finished history, always- and eventually-properties alike."""
     history = History(config)
     for entry in entries:

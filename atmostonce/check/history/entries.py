@@ -25,7 +25,7 @@ as long to build. Three kinds of entry exist:
   `ServerRestarted`.
 
 `atmostonce.check.history.checkers` judges a history: a harness records its entries into a
-`checkers.History`, which checks each as it arrives. A `Violation` names its property id
+`checkers.History`, which checks each as it arrives. A `HistoryViolation` names its property id
 (atmostonce.spec.properties), the call's idempotency key, a one-line message and the positions
 of the entries involved. `HandedOut.call` and `RunStarted.call` are the harness's own
 attribution of an attempt to a call (the simulator reads it from the call's arguments); a
@@ -251,7 +251,7 @@ class ServerRestarted(Entry):
 
 
 @dataclass(frozen=True, slots=True)
-class Violation:
+class HistoryViolation:
     """A property broken by a history: its id, the call, what happened, and where."""
 
     property: str

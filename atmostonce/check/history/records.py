@@ -28,6 +28,7 @@ from atmostonce.check.history.state import (
 )
 from atmostonce.spec.approval import ApprovalState
 from atmostonce.spec.policy import EffectivePolicy
+from atmostonce.spec.properties import PropertyId
 from atmostonce.spec.reconcile import reported_keys
 from atmostonce.spec.records import DID_NOT_RUN_PREFIX, FailureKind, Outcome, Record, failure_text
 from atmostonce.spec.session import Message, MessageRole, ToolCallStatus, tool_result_text
@@ -39,10 +40,10 @@ class RecordChecks(CheckerState):
     def _snapshot_seen(self, e: h.SnapshotSeen, pos: int) -> None:
         c = self._calls.get(e.key)
         if c is None:
-            self._bad("A-ONE-RECORD", e.key, "the snapshot lists a call nobody asked", pos)
+            self._bad(PropertyId.A_ONE_RECORD, e.key, "the snapshot lists a call nobody asked", pos)
             return
         if e.idempotency_key and e.idempotency_key != c.key:
-            self._bad("A-SAME-KEY", c,
+            self._bad(PropertyId.A_SAME_KEY, c,
                       f"the snapshot shows the key {e.idempotency_key!r} for this call",
                       c.pos, pos)
         status = e.status
@@ -50,26 +51,26 @@ class RecordChecks(CheckerState):
             self._tool_results(c, status, e.error, e.results, pos)
         if status is RUNNING or status is AWAITING_APPROVAL:
             if c.snap is not None:
-                self._bad("A-ONE-RECORD", c,
+                self._bad(PropertyId.A_ONE_RECORD, c,
                           f"the snapshot showed {c.snap.value}, then {status.value}",
                           c.snap_pos, pos)
             if c.record is not None:
-                self._bad("A-ONE-RECORD", c,
+                self._bad(PropertyId.A_ONE_RECORD, c,
                           f"the snapshot shows {status.value} after the record "
                           f"{c.record.value}", c.record_pos, pos)
             if status is AWAITING_APPROVAL and not c.policy.requires_approval:
-                self._bad("A-POLICY-SNAPSHOT", c,
+                self._bad(PropertyId.A_POLICY_SNAPSHOT, c,
                           "the snapshot shows it awaiting approval, but the policy in force "
                           f"when it was asked ({policy_text(c.policy)}) needs none",
                           c.pos, pos)
             return
         if c.snap is not None and status is not c.snap:
-            self._bad("A-ONE-RECORD", c,
+            self._bad(PropertyId.A_ONE_RECORD, c,
                       f"the snapshot showed {c.snap.value}, then {status.value}",
                       c.snap_pos, pos)
             return
         if c.published is not None and status is not c.published:
-            self._bad("A-ONE-RECORD", c,
+            self._bad(PropertyId.A_ONE_RECORD, c,
                       f"the snapshot shows {status.value}, the event said {c.published.value}",
                       c.published_pos, pos)
             return
@@ -87,11 +88,12 @@ class RecordChecks(CheckerState):
         call's is judged against its runs' outputs at quiescence (`finished_results`)."""
         if not status.final:
             if results:
-                self._bad("A-TOOL-RESULT", c, f"the snapshot shows it {status.value}, yet the "
+                self._bad(PropertyId.A_TOOL_RESULT, c,
+                          f"the snapshot shows it {status.value}, yet the "
                           f"session history already holds its tool result {results[0]!r}", pos)
             return
         if len(results) != 1:
-            self._bad("A-TOOL-RESULT", c, f"the snapshot shows it {status.value}, and the "
+            self._bad(PropertyId.A_TOOL_RESULT, c, f"the snapshot shows it {status.value}, and the "
                       f"session history holds {len(results)} tool results for it, not one: "
                       f"{list(results)!r}", pos)
             return
@@ -102,7 +104,8 @@ class RecordChecks(CheckerState):
             return
         expected = tool_result_text(Outcome(Record(status.value), error))
         if results[0] != expected:
-            self._bad("A-TOOL-RESULT", c, f"the snapshot shows it {status.value}, and its tool "
+            self._bad(PropertyId.A_TOOL_RESULT, c,
+                      f"the snapshot shows it {status.value}, and its tool "
                       f"result reads {results[0]!r}, not {expected!r}", pos)
 
     def finished_results(self) -> None:
@@ -114,7 +117,8 @@ class RecordChecks(CheckerState):
                 continue
             outputs = [run.output for run in c.runs if run.returned]
             if outputs and None not in outputs and text not in outputs:
-                self._bad("A-TOOL-RESULT", c, f"succeeded with the tool result {text!r}, which "
+                self._bad(PropertyId.A_TOOL_RESULT, c,
+                          f"succeeded with the tool result {text!r}, which "
                           f"no run of it returned (they returned {outputs!r})",
                           c.tool_result_pos)
 
@@ -125,7 +129,7 @@ class RecordChecks(CheckerState):
         if c.unreached_pos < 0:
             c.unreached_pos = pos
         if c.handed or c.runs:
-            self._bad("A-DID-NOT-RUN-TRUE", c,
+            self._bad(PropertyId.A_DID_NOT_RUN_TRUE, c,
                       "the snapshot's history shows no attempt reached a worker, after "
                       f"{c.handed} hand-out(s) to a worker and {len(c.runs)} run(s) in the "
                       "ledger", c.first_hand, c.runs[0].pos if c.runs else -1, pos)
@@ -133,21 +137,22 @@ class RecordChecks(CheckerState):
     def _record_published(self, e: h.RecordPublished, pos: int) -> None:
         c = self._calls.get(e.key)
         if c is None:
-            self._bad("A-ONE-RECORD", e.key, "a record was published for a call nobody asked",
-                      pos)
+            self._bad(PropertyId.A_ONE_RECORD, e.key,
+                      "a record was published for a call nobody asked", pos)
             return
         status = e.status
         if status is RUNNING or status is AWAITING_APPROVAL:
-            self._bad("A-ONE-RECORD", c, f"a tool_call_finished event with status "
+            self._bad(PropertyId.A_ONE_RECORD, c, f"a tool_call_finished event with status "
                       f"{status.value}, which is no record", pos)
             return
         if c.published is not None:
             if status is not c.published:
-                self._bad("A-ONE-RECORD", c,
+                self._bad(PropertyId.A_ONE_RECORD, c,
                           f"the record changed from {c.published.value} to {status.value}",
                           c.published_pos, pos)
             elif c.published_epoch == self._epoch:
-                self._bad("A-ONE-RECORD", c, f"the record {status.value} was published twice",
+                self._bad(PropertyId.A_ONE_RECORD, c,
+                          f"the record {status.value} was published twice",
                           c.published_pos, pos)
             c.published_epoch = self._epoch
             return
@@ -155,7 +160,7 @@ class RecordChecks(CheckerState):
         c.published_pos = pos
         c.published_epoch = self._epoch
         if c.snap is not None and status is not c.snap:
-            self._bad("A-ONE-RECORD", c,
+            self._bad(PropertyId.A_ONE_RECORD, c,
                       f"the event says {status.value}, the snapshot showed {c.snap.value}",
                       c.snap_pos, pos)
             return
@@ -170,16 +175,16 @@ class RecordChecks(CheckerState):
         c.record_at = at
         c.record_error = error
         if DID_NOT_RUN_PREFIX in error and (c.handed or c.runs):
-            self._bad("A-DID-NOT-RUN-TRUE", c,
+            self._bad(PropertyId.A_DID_NOT_RUN_TRUE, c,
                       f"recorded {status.value} saying the tool did not run, after "
                       f"{c.handed} hand-out(s) to a worker and {len(c.runs)} run(s) in "
                       "the ledger", c.first_hand, c.runs[0].pos if c.runs else -1, pos)
         if status is SUCCEEDED and not c.returned:
-            self._bad("A-SUCCEEDED-RETURNED", c,
+            self._bad(PropertyId.A_SUCCEEDED_RETURNED, c,
                       "recorded succeeded, but no run of the tool returned a result",
                       c.pos, pos)
         elif status is OUTCOME_UNKNOWN and not c.handed:
-            self._bad("A-UNKNOWN-REACHED", c,
+            self._bad(PropertyId.A_UNKNOWN_REACHED, c,
                       "recorded outcome_unknown, though no attempt was handed to a worker",
                       c.pos, pos)
         elif status is REJECTED:
@@ -193,15 +198,15 @@ class RecordChecks(CheckerState):
 
     def _judge_rejected(self, c: Call, pos: int) -> None:
         if c.approval not in (ApprovalState.REJECTED, ApprovalState.EXPIRED):
-            self._bad("A-APPROVAL", c,
+            self._bad(PropertyId.A_APPROVAL, c,
                       f"recorded rejected while its approval was {c.approval.value}: no "
                       "person rejected it and its deadline did not pass", c.pos,
                       c.approval_pos, pos)
         if c.handed:
-            self._bad("A-APPROVAL", c, "recorded rejected after an attempt was handed out",
+            self._bad(PropertyId.A_APPROVAL, c, "recorded rejected after an attempt was handed out",
                       c.first_hand, pos)
         if not c.policy.requires_approval:
-            self._bad("A-POLICY-SNAPSHOT", c,
+            self._bad(PropertyId.A_POLICY_SNAPSHOT, c,
                       "recorded rejected, but the policy in force when it was asked "
                       f"({policy_text(c.policy)}) needs no approval", c.pos, pos)
 
@@ -218,7 +223,7 @@ class RecordChecks(CheckerState):
             cause_pos = current.cause_pos
         expected = _expected_record(c.policy, cause)
         if status is not expected:
-            self._bad("A-EXHAUSTED-RECORD", c,
+            self._bad(PropertyId.A_EXHAUSTED_RECORD, c,
                       f"{with_article(c.policy.effect.value)} call whose attempt "
                       f"{_CAUSE_TEXT[cause]} recorded {status.value}, not {expected.value}",
                       c.pos, cause_pos, pos)
@@ -228,7 +233,7 @@ class RecordChecks(CheckerState):
         attempts = len(c.attempts)
         limit = self.config.max_attempts
         if not c.single and self._queue_timers and attempts < limit:
-            self._bad("A-EXHAUSTED-RECORD", c,
+            self._bad(PropertyId.A_EXHAUSTED_RECORD, c,
                       f"{with_article(c.policy.effect.value)} call recorded {status.value} after "
                       f"{attempts} of its {limit} attempts", c.pos, pos)
 
@@ -239,7 +244,7 @@ class RecordChecks(CheckerState):
         record (D-4, F-7)."""
         reported = c.result_ok is False
         if error.startswith(TOOL_ERROR_TEXT) and not reported:
-            self._bad("A-RECORD-MEANING", c,
+            self._bad(PropertyId.A_RECORD_MEANING, c,
                       "recorded failed as the tool's own failure, but no run of the tool "
                       "reported one", c.pos, pos)
             return
@@ -248,7 +253,7 @@ class RecordChecks(CheckerState):
         current = c.current
         if c.single and current is not None and current.cause == GAVE_UP:
             return
-        self._bad("A-RECORD-MEANING", c,
+        self._bad(PropertyId.A_RECORD_MEANING, c,
                   f"recorded failed after {c.handed} hand-out(s) to a worker, though the tool "
                   "reported no failure and was not cancelled", c.first_hand, pos)
 
@@ -266,7 +271,7 @@ class RecordChecks(CheckerState):
                     status is OUTCOME_UNKNOWN and restart):
                 run.orphan_ok = True
                 continue
-            self._bad("A-DOUBLE-RUN-SHAPE", c,
+            self._bad(PropertyId.A_DOUBLE_RUN_SHAPE, c,
                       f"its run at {run.worker} goes on after the call was recorded "
                       f"{status.value}, though the engine never gave up on it while it could "
                       "still run", run.pos, pos)
@@ -281,7 +286,7 @@ class RecordChecks(CheckerState):
                 continue
             c.reports += 1
             if c.reports > 1:
-                self._bad("E-RECONCILE-ONCE", c,
+                self._bad(PropertyId.E_RECONCILE_ONCE, c,
                           f"reconcile reported the call {c.reports} times", c.record_pos, pos)
 
 

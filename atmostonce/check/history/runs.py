@@ -15,8 +15,9 @@ from atmostonce.check.history.state import (
     Call,
     CheckerState,
     DoubleRun,
-    Run,
+    HistoryRun,
 )
+from atmostonce.spec.properties import PropertyId
 from atmostonce.spec.records import DID_NOT_RUN_PREFIX
 
 
@@ -26,54 +27,55 @@ class RunChecks(CheckerState):
     def _run_started(self, e: h.RunStarted, pos: int) -> None:
         c = self._calls.get(e.call) or self._calls.get(e.key)
         if c is None:
-            self._bad("A-SAME-KEY", e.key, f"a run of {e.tool} passed a key no call has", pos)
+            self._bad(PropertyId.A_SAME_KEY, e.key, f"a run of {e.tool} passed a key no call has",
+                      pos)
             return
         attempt = c.attempts.get(e.attempt)
         if attempt is None or attempt.worker is None:
-            self._bad("A-ONE-WORKER", c,
+            self._bad(PropertyId.A_ONE_WORKER, c,
                       f"{e.worker} ran attempt {e.attempt}, which was never handed out", pos)
         for other in c.runs:
             if other.attempt is not None and other.attempt.id == e.attempt:
-                self._bad("A-ONE-WORKER", c,
+                self._bad(PropertyId.A_ONE_WORKER, c,
                           f"attempt {e.attempt} ran at {other.worker} and at {e.worker}",
                           other.pos, pos)
         if c.unreached_pos >= 0:
-            self._bad("A-DID-NOT-RUN-TRUE", c,
+            self._bad(PropertyId.A_DID_NOT_RUN_TRUE, c,
                       "the tool ran after a snapshot's history showed no attempt reached a "
                       "worker (D-30)", c.unreached_pos, pos)
         record = c.record
         if record is not None:
             if DID_NOT_RUN_PREFIX in c.record_error:
-                self._bad("A-DID-NOT-RUN-TRUE", c,
+                self._bad(PropertyId.A_DID_NOT_RUN_TRUE, c,
                           "the tool ran after the call recorded that it did not run",
                           c.record_pos, pos)
             elif record is OUTCOME_UNKNOWN:
-                self._bad("A-NO-ATTEMPT-AFTER-UNKNOWN", c,
+                self._bad(PropertyId.A_NO_ATTEMPT_AFTER_UNKNOWN, c,
                           f"attempt {e.attempt} ran after the call recorded outcome_unknown",
                           c.record_pos, pos)
             elif record is REJECTED:
-                self._bad("A-APPROVAL", c, "the tool ran after the call was rejected",
+                self._bad(PropertyId.A_APPROVAL, c, "the tool ran after the call was rejected",
                           c.record_pos, pos)
             else:
-                self._bad("A-ONE-RECORD", c,
+                self._bad(PropertyId.A_ONE_RECORD, c,
                           f"the tool ran after the call recorded {record.value}",
                           c.record_pos, pos)
         if c.policy.requires_approval and c.approval is not APPROVED:
-            self._bad("A-APPROVAL", c, f"the tool ran while the call's approval was "
+            self._bad(PropertyId.A_APPROVAL, c, f"the tool ran while the call's approval was "
                       f"{c.approval.value}", c.pos, pos)
-        run = Run(c, e.worker, attempt, pos)
+        run = HistoryRun(c, e.worker, attempt, pos)
         self._runs[e.run] = run
         if c.single:
             self._overlaps(c, run, e.tool, pos)
         c.runs.append(run)
 
-    def _overlaps(self, c: Call, run: Run, tool: str, pos: int) -> None:
+    def _overlaps(self, c: Call, run: HistoryRun, tool: str, pos: int) -> None:
         """A-DOUBLE-RUN-SHAPE, A-FENCE, S-DOUBLE-RUN: the runs of the same single-attempt tool
         still going when this one starts (TC-AMO-3, TC-AMO-4, D-6)."""
         live = self._live_single.setdefault(tool, [])
         for other in live:
             if other.call is c:
-                self._bad("A-DOUBLE-RUN-SHAPE", c,
+                self._bad(PropertyId.A_DOUBLE_RUN_SHAPE, c,
                           f"two runs of this single-attempt call overlap (at {other.worker} "
                           f"and {run.worker})", other.pos, pos)
                 continue
@@ -84,7 +86,7 @@ class RunChecks(CheckerState):
             self.double_runs.append(DoubleRun(tool, other.call.key, c.key, documented,
                                               fence, (other.pos, pos)))
             if documented:
-                self.witnessed.add("S-DOUBLE-RUN")
+                self.witnessed.add(PropertyId.S_DOUBLE_RUN)
         live.append(run)
 
     def _run_ended(self, e: h.RunEnded, pos: int) -> None:

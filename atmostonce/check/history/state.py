@@ -3,9 +3,10 @@
 The checker (`atmostonce.check.history.checkers`) is one class assembled from a judge class per
 concern (`approvals`, `attempts`, `records`, `runs`), each a `CheckerState`:
 this module holds the state they all read and change, built once per history: each call
-(`Call`), each of its attempts (`Attempt`) and each run of its tool in the ledger (`Run`), with
-the policies in force, and the one way to report a violation (`_bad`). It also holds what a
-harness reads off a finished checker about the runs that overlapped (`DoubleRun`).
+(`Call`), each of its attempts (`Attempt`) and each run of its tool in the ledger
+(`HistoryRun`), with the policies in force, and the one way to report a violation (`_bad`). It
+also holds what a harness reads off a finished checker about the runs that overlapped
+(`DoubleRun`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from atmostonce.spec.approval import (
     initial_approval,
 )
 from atmostonce.spec.policy import EffectClass, EffectivePolicy
+from atmostonce.spec.properties import PropertyId
 from atmostonce.spec.protocol import ExecutorConfig, TimerKind
 from atmostonce.spec.session import ToolCallStatus
 
@@ -109,7 +111,7 @@ class Call:
         self.result_ok: bool | None = None
         self.result_pos = -1
         self.returned = False
-        self.runs: list[Run] = []
+        self.runs: list[HistoryRun] = []
         self.record: ToolCallStatus | None = None
         """The call's record, as first seen in an event or a snapshot."""
         self.record_pos = -1
@@ -131,7 +133,7 @@ class Call:
         self.tool_result_pos = -1
 
 
-class Run:
+class HistoryRun:
     __slots__ = ("attempt", "call", "live", "orphan", "orphan_ok", "output", "pos", "returned",
                  "worker")
 
@@ -158,8 +160,8 @@ class CheckerState:
         self.config = config
         self.attempts_survive_restart = attempts_survive_restart
         """The engine keeps attempts across a server restart: a restart ends none (D-8)."""
-        self.violations: list[h.Violation] = []
-        self.fresh: list[h.Violation] = []
+        self.violations: list[h.HistoryViolation] = []
+        self.fresh: list[h.HistoryViolation] = []
         """The violations found since a caller last emptied this list (`take_fresh` does)."""
         self.witnessed: set[str] = set()
         self.double_runs: list[DoubleRun] = []
@@ -168,15 +170,15 @@ class CheckerState:
         self._calls: dict[str, Call] = {}
         self._attempts: dict[str, Attempt] = {}
         self._worker_attempts: dict[str, list[Attempt]] = {}
-        self._runs: dict[int, Run] = {}
-        self._live_single: dict[str, list[Run]] = {}
+        self._runs: dict[int, HistoryRun] = {}
+        self._live_single: dict[str, list[HistoryRun]] = {}
         self._epoch = 0
         self._queue_timers = False
         self._cancels_due: dict[str, tuple[Attempt, int]] = {}
         """Attempts whose run timeout fired while out at a worker, by id, with the timer's
         position, until a `Cancelled` names them (A-CANCEL-ON-TIMEOUT)."""
 
-    def take_fresh(self) -> list[h.Violation]:
+    def take_fresh(self) -> list[h.HistoryViolation]:
         """The violations found since the last call, which empties `fresh`."""
         found = self.fresh[:]
         self.fresh.clear()
@@ -190,7 +192,7 @@ class CheckerState:
         if mark in self._seen:
             return
         self._seen.add(mark)
-        v = h.Violation(pid, key, message, tuple(sorted({p for p in positions if p >= 0})))
+        v = h.HistoryViolation(pid, key, message, tuple(sorted({p for p in positions if p >= 0})))
         self.violations.append(v)
         self.fresh.append(v)
 
@@ -203,7 +205,7 @@ class CheckerState:
         say so: the call did not keep the policy it was asked under."""
         later = self._policy_now(c)
         if later != c.policy and fits(later):
-            self._bad("A-POLICY-SNAPSHOT", c,
+            self._bad(PropertyId.A_POLICY_SNAPSHOT, c,
                       f"{what}, as the tool's later policy ({policy_text(later)}) says, not "
                       f"the policy in force when it was asked ({policy_text(c.policy)})",
                       c.pos, *positions)

@@ -46,6 +46,7 @@ from atmostonce.spec.session import (
     ToolCallView,
     tool_result_text,
 )
+from atmostonce.spec.step_kinds import StepKind
 
 
 class Lockstep(EnvironmentActions):
@@ -61,19 +62,19 @@ class Lockstep(EnvironmentActions):
         kind = label[0]
         self.log.append(self._describe(label))
         getattr(self, f"_do_{kind}")(label)
-        if kind != "hand":
+        if kind != StepKind.HAND:
             self._advance(label)
         self.compare()
-        if kind in ("approve", "reject", "deadline"):
+        if kind in (StepKind.APPROVE, StepKind.REJECT, StepKind.DEADLINE):
             self._probe_answers(label[1])
-        elif kind in ("ask", "reask"):
+        elif kind in (StepKind.ASK, StepKind.REASK):
             self._probe_answers(len(self.keys) - 1)
         self._probe_polls()
 
     def _probe_polls(self) -> None:
         """When the model hands out nothing, every idle worker that is up gets no work: this
         is where a fence, an approval or a record must hold an attempt back."""
-        if any(label[0] == "hand" for label in self.enabled()):
+        if any(label[0] == StepKind.HAND for label in self.enabled()):
             return
         busy = {run.worker for run in self.runs.values()} | set(self.sent)
         for w, worker in enumerate(self.workers):

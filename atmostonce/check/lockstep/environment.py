@@ -19,6 +19,7 @@ from atmostonce.model.layout import Label
 from atmostonce.spec import protocol as p
 from atmostonce.spec.policy import EffectClass
 from atmostonce.spec.reconcile import pending_reports, report_text
+from atmostonce.spec.step_kinds import StepKind
 
 
 class EnvironmentActions(LockstepState):
@@ -78,7 +79,7 @@ class EnvironmentActions(LockstepState):
         key = handed[1]
         if key not in self.keys:
             raise Disagreement(f"the go-ahead names an unknown key {key!r}")
-        chosen: Label = ("hand", self.keys.index(key), label[2])
+        chosen: Label = (StepKind.HAND, self.keys.index(key), label[2])
         self.diverged = self.diverged or chosen != label
         self.hand_outs[key] = self.hand_outs.get(key, 0) + 1
         if chosen not in self.enabled():

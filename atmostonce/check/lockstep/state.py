@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 
 from atmostonce.check.executors import guard
 from atmostonce.check.host.host import Host
+from atmostonce.model.choices import ModelChoices
 from atmostonce.model.config import ModelConfig
 from atmostonce.model.layout import Label, State
-from atmostonce.model.protocol import Protocol
 from atmostonce.model.system import System
 from atmostonce.spec import protocol as p
 
@@ -52,10 +52,10 @@ class LockstepState:
     executor; the base of the lockstep."""
 
     def __init__(self, config: ModelConfig, factory: p.ExecutorFactory,
-                 protocol: Protocol | None = None) -> None:
+                 choices: ModelChoices | None = None) -> None:
         self.config = config
-        self.system = System(config, protocol)
-        """The model; `protocol` replaces its decisions, as a model mutant does."""
+        self.system = System(config, choices)
+        """The model; `choices` replace its decisions, as a model mutant does."""
         self.state: State = self.system.initial()
         self.factory = factory
         self.log: list[str] = []

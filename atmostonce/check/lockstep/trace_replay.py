@@ -20,7 +20,7 @@ from typing import Any
 from atmostonce.check.executors import guard
 from atmostonce.check.lockstep.conformance import Lockstep
 from atmostonce.check.lockstep.state import SESSION, Disagreement
-from atmostonce.model.check import protocol_for
+from atmostonce.model.check import choices_for
 from atmostonce.model.config import ModelConfig, parse_tool
 from atmostonce.model.layout import Label, State
 from atmostonce.model.system import System
@@ -124,7 +124,7 @@ def config_of(data: object, where: str) -> ModelConfig:
         if data.get("session_default") is not None:
             values["session_default"] = EffectClass.parse(data["session_default"])
         config = ModelConfig(**values)
-        protocol_for(config)
+        choices_for(config)
     except (SpecError, TypeError) as error:
         raise SpecError(f"{where}: bad config: {error}") from None
     return config
@@ -133,7 +133,7 @@ def config_of(data: object, where: str) -> ModelConfig:
 def plan(trace: LoadedTrace) -> tuple[System, list[PlannedStep]]:
     """The trace's model and its steps on it (the states are that model's, whose calls are
     interned); SpecError at the first action the model does not allow."""
-    system = System(trace.config, protocol_for(trace.config))
+    system = System(trace.config, choices_for(trace.config))
     state = system.initial()
     steps: list[PlannedStep] = []
     for number, action in enumerate(trace.actions, start=1):
@@ -206,7 +206,7 @@ class _Recording(Lockstep):
 
     def __init__(self, config: ModelConfig, factory: p.ExecutorFactory) -> None:
         self.commands: list[p.Command] = []
-        super().__init__(config, factory, protocol_for(config))
+        super().__init__(config, factory, choices_for(config))
 
     def _took(self, commands: list[p.Command]) -> None:
         self.commands.extend(commands)

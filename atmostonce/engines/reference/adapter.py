@@ -42,6 +42,7 @@ from atmostonce.runtime.processes import Managed, spawn, stop_all
 from atmostonce.runtime.tokens import ensure_token
 from atmostonce.runtime.wire import READY_PREFIX
 from atmostonce.spec.errors import SpecError
+from atmostonce.spec.properties import PropertyId
 
 READY = 20.0
 """Seconds a process may take to serve."""
@@ -86,9 +87,9 @@ def _exception(after: list[str]) -> str:
 
 
 NOT_CHECKABLE: dict[str, str] = {
-    "A-CANCEL-ON-TIMEOUT": "the journal records a run timeout only as the attempt's end, and "
-    "the proxies do not read the server's cancels off the wire: whether the worker was told is "
-    "judged on the executor's own commands, in the conformance and simulation layers",
+    PropertyId.A_CANCEL_ON_TIMEOUT: "the journal records a run timeout only as the attempt's "
+    "end, and the proxies do not read the server's cancels off the wire: whether the worker was "
+    "told is judged on the executor's own commands, in the conformance and simulation layers",
 }
 """The properties this engine cannot give evidence for, and why."""
 

@@ -38,6 +38,7 @@ from atmostonce.engines.temporal.server_log import Fetched, server_log
 from atmostonce.runtime.processes import Managed, start, stop_all
 from atmostonce.runtime.tokens import ensure_token
 from atmostonce.spec.errors import SpecError
+from atmostonce.spec.properties import PropertyId
 
 READY = 30.0
 """Seconds a worker process may take to connect and poll."""
@@ -47,19 +48,19 @@ CONNECT_TIMEOUT = 5.0
 REQUEST_TIMEOUT = 10.0
 
 NOT_CHECKABLE: dict[str, str] = {
-    "A-ONE-WORKER": "Temporal's history keeps only the last attempt's ActivityTaskStarted "
-    "event; an earlier attempt's hand-out is known only from the worker's own note, and a "
-    "worker killed before it noted the task leaves no trace of it",
-    "A-FENCE": "the mapping has no fence (D-6): Temporal offers none, and the Temporal engine "
-    "refuses --fence",
-    "S-READ-RETRY-AFTER-LOSS": "Temporal retries inside the server: how an earlier attempt "
-    "ended (its worker lost, a timeout) is in no history, so a retry after a loss cannot be "
-    "told from one after a timeout",
-    "S-LOST-BEFORE-HEARTBEAT": "Temporal's history records no heartbeat, and no end of an "
-    "earlier attempt",
-    "A-CANCEL-ON-TIMEOUT": "the history records a start-to-close timeout but not whether the "
-    "worker running the activity was told to stop: the SDK hands such a cancel to the activity "
-    "with the reason timed_out, and the mapping's workers do not note it",
+    PropertyId.A_ONE_WORKER: "Temporal's history keeps only the last attempt's "
+    "ActivityTaskStarted event; an earlier attempt's hand-out is known only from the worker's own "
+    "note, and a worker killed before it noted the task leaves no trace of it",
+    PropertyId.A_FENCE: "the mapping has no fence (D-6): Temporal offers none, and the Temporal "
+    "engine refuses --fence",
+    PropertyId.S_READ_RETRY_AFTER_LOSS: "Temporal retries inside the server: how an earlier "
+    "attempt ended (its worker lost, a timeout) is in no history, so a retry after a loss cannot "
+    "be told from one after a timeout",
+    PropertyId.S_LOST_BEFORE_HEARTBEAT: "Temporal's history records no heartbeat, and no end of "
+    "an earlier attempt",
+    PropertyId.A_CANCEL_ON_TIMEOUT: "the history records a start-to-close timeout but not "
+    "whether the worker running the activity was told to stop: the SDK hands such a cancel to "
+    "the activity with the reason timed_out, and the mapping's workers do not note it",
 }
 """The properties this engine cannot give evidence for, and why."""
 

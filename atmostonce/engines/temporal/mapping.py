@@ -37,7 +37,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from atmostonce.spec.policy import EffectivePolicy, Step
+from atmostonce.spec.policy import DurableStep, EffectivePolicy
 from atmostonce.spec.protocol import ExecutorConfig
 from atmostonce.spec.records import AttemptEnd, Outcome, Record, decide, record_of
 
@@ -90,7 +90,7 @@ PAGE = Variant()
 class ActivityPlan:
     """The options of a call's activity (see the module docstring)."""
 
-    step: Step
+    step: DurableStep
     maximum_attempts: int
     retry_interval: float
     schedule_to_start: float
@@ -101,7 +101,7 @@ class ActivityPlan:
 def plan(policy: EffectivePolicy, config: ExecutorConfig, variant: Variant = PAGE
          ) -> ActivityPlan:
     """The activity options for a call whose effective policy at ask time is `policy`."""
-    retries = policy.step is Step.CALL_TOOL or variant.retry_every_class
+    retries = policy.step is DurableStep.CALL_TOOL or variant.retry_every_class
     return ActivityPlan(policy.step, config.max_attempts if retries else 1,
                         config.retry_backoff, config.queue_timeout, config.run_timeout,
                         config.heartbeat_timeout)

@@ -37,7 +37,7 @@ class Story:
         self.t += 1.0
         return self.t
 
-    def check(self) -> list[h.Violation]:
+    def check(self) -> list[h.HistoryViolation]:
         return check_history(self.entries, self.config)
 
     def properties(self) -> set[str]:

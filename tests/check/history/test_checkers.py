@@ -11,7 +11,7 @@ from atmostonce.check.history import entries as h
 from atmostonce.check.history.checkers import History
 from atmostonce.spec.approval import REPLY_TEXT, ApprovalReply
 from atmostonce.spec.policy import ToolHints, ToolPolicy
-from atmostonce.spec.properties import Kind, of_kind
+from atmostonce.spec.properties import Kind, PropertyId, of_kind
 from atmostonce.spec.protocol import ExecutorConfig
 from tests.check.history.story import (
     DID_NOT_RUN,
@@ -93,11 +93,11 @@ def test_the_incremental_history_and_check_history_agree_and_name_positions() ->
     history = History(s.config)
     online = [v for e in s.entries for v in history.append(e)]
     assert online == history.violations
-    assert [v.property for v in online] == ["A-UNKNOWN-REACHED"]
+    assert [v.property for v in online] == [PropertyId.A_UNKNOWN_REACHED]
     assert at in online[0].positions
     assert "A-UNKNOWN-REACHED [s/t1/c9]" in online[0].line()
     at_end = history.finish()
-    assert [v.property for v in at_end] == ["E-RECONCILE-ONCE"]
+    assert [v.property for v in at_end] == [PropertyId.E_RECONCILE_ONCE]
     assert s.check() == online + at_end
 
 
@@ -113,7 +113,7 @@ def test_a_one_worker_catches_an_attempt_handed_to_a_second_worker() -> None:
     s.hand(key, "a1", "w1", "cancel")
     s.lost("w1")
     s.hand(key, "a1", "w2", "cancel")
-    assert "A-ONE-WORKER" in s.properties()
+    assert PropertyId.A_ONE_WORKER in s.properties()
 
 
 @pytest.mark.clause("TC-AMO-1")
@@ -125,7 +125,7 @@ def test_a_one_worker_catches_one_attempt_running_at_two_workers_in_the_ledger()
     s.hand(key, "a1", "w1", "search")
     s.run(key, "a1", "w1", "search")
     s.run(key, "a1", "w2", "search")
-    assert "A-ONE-WORKER" in s.properties()
+    assert PropertyId.A_ONE_WORKER in s.properties()
 
 
 @pytest.mark.clause("TC-EFF-NONIDEM", "TC-EFF-UNCL", "TC-APR-4", "TC-AMO-1")
@@ -136,7 +136,7 @@ def test_a_one_attempt_catches_a_second_attempt_of_a_single_attempt_call() -> No
     key = s.ask("send", "c1")
     s.queued(key, "a1")
     s.queued(key, "a2")
-    assert {"A-ONE-ATTEMPT", "A-RETRY-CLASSES"} <= s.properties()
+    assert {PropertyId.A_ONE_ATTEMPT, PropertyId.A_RETRY_CLASSES} <= s.properties()
 
 
 @pytest.mark.clause("TC-REC-EXHAUST-OTHER", "TC-AMO-2", "TC-RCN-1")
@@ -151,7 +151,7 @@ def test_a_no_attempt_after_unknown_catches_a_hand_out_after_the_record() -> Non
     s.queued(key, "a2")
     s.hand(key, "a2", "w2", "update")
     s.run(key, "a2", "w2", "update")
-    assert "A-NO-ATTEMPT-AFTER-UNKNOWN" in s.properties()
+    assert PropertyId.A_NO_ATTEMPT_AFTER_UNKNOWN in s.properties()
 
 
 @pytest.mark.clause("TC-REC-1")
@@ -164,7 +164,7 @@ def test_a_one_record_catches_a_record_that_changes() -> None:
     s.timed_out(key, "a1")
     s.publish(key, S.FAILED, MAY_STILL_RUN)
     s.publish(key, S.SUCCEEDED)
-    assert "A-ONE-RECORD" in s.properties()
+    assert PropertyId.A_ONE_RECORD in s.properties()
 
 
 @pytest.mark.clause("TC-REC-1")
@@ -176,7 +176,7 @@ def test_a_one_record_catches_a_snapshot_that_disagrees_or_a_second_event() -> N
     s.snapshot(key, S.FAILED, "the tool reported a failure")
     other = s.succeeds("search", "c2")
     s.publish(other, S.SUCCEEDED)
-    messages = [v.message for v in s.check() if v.property == "A-ONE-RECORD"]
+    messages = [v.message for v in s.check() if v.property == PropertyId.A_ONE_RECORD]
     assert any("the snapshot shows failed" in m for m in messages)
     assert any("published twice" in m for m in messages)
 
@@ -203,7 +203,7 @@ def test_a_did_not_run_true_catches_the_wording_after_a_run() -> None:
     s.end(run, h.RunEnd.KILLED)
     s.lost("w1")
     s.publish(key, S.FAILED, DID_NOT_RUN)
-    assert "A-DID-NOT-RUN-TRUE" in s.properties()
+    assert PropertyId.A_DID_NOT_RUN_TRUE in s.properties()
 
 
 @pytest.mark.clause("D-30", "D-31", "TC-RCN-HISTORY")
@@ -216,7 +216,7 @@ def test_a_did_not_run_true_catches_a_history_that_hides_a_hand_out() -> None:
     s.lost("w1")
     s.publish(key, S.OUTCOME_UNKNOWN, UNKNOWN)
     s.snapshot(key, S.OUTCOME_UNKNOWN, UNKNOWN, unreached=True)
-    assert "A-DID-NOT-RUN-TRUE" in s.properties()
+    assert PropertyId.A_DID_NOT_RUN_TRUE in s.properties()
 
 
 @pytest.mark.clause("D-30", "TC-RCN-HISTORY", "TC-REC-NOTRUN")
@@ -230,7 +230,7 @@ def test_a_history_with_no_reach_holds_until_a_run_of_the_call_shows_up() -> Non
     s.snapshot(key, S.FAILED, DID_NOT_RUN, unreached=True)
     assert s.check() == []
     s.run(key, "a1", "w1", "send")
-    assert "A-DID-NOT-RUN-TRUE" in s.properties()
+    assert PropertyId.A_DID_NOT_RUN_TRUE in s.properties()
 
 
 @pytest.mark.clause("D-5")
@@ -240,7 +240,7 @@ def test_a_did_not_run_true_catches_a_go_ahead_sent_before_the_hand_out_was_pers
     s.session()
     key = s.ask("search", "c1")
     s.hand(key, "a1", "w1", "search", persisted=False)
-    assert "A-DID-NOT-RUN-TRUE" in s.properties()
+    assert PropertyId.A_DID_NOT_RUN_TRUE in s.properties()
 
 
 @pytest.mark.clause("TC-REC-SUCC")
@@ -253,7 +253,7 @@ def test_a_succeeded_returned_catches_succeeded_without_a_returned_run() -> None
     run = s.run(key, "a1", "w1", "search")
     s.end(run, h.RunEnd.KILLED)
     s.publish(key, S.SUCCEEDED)
-    assert "A-SUCCEEDED-RETURNED" in s.properties()
+    assert PropertyId.A_SUCCEEDED_RETURNED in s.properties()
 
 
 @pytest.mark.clause("TC-REC-UNK", "TC-REC-LOST", "D-5")
@@ -264,7 +264,7 @@ def test_a_unknown_reached_catches_unknown_for_an_attempt_never_handed_out() -> 
     key = s.ask("send", "c1")
     s.queued(key, "a1")
     s.publish(key, S.OUTCOME_UNKNOWN, UNKNOWN)
-    assert "A-UNKNOWN-REACHED" in s.properties()
+    assert PropertyId.A_UNKNOWN_REACHED in s.properties()
 
 
 @pytest.mark.clause("TC-REC-EXHAUST-READ", "TC-REC-EXHAUST-OTHER", "D-9")
@@ -277,7 +277,7 @@ def test_a_exhausted_record_catches_a_read_recorded_outcome_unknown() -> None:
     s.hand(key, "a1", "w1", "search")
     s.lost("w1")
     s.publish(key, S.OUTCOME_UNKNOWN, UNKNOWN)
-    assert "A-EXHAUSTED-RECORD" in s.properties()
+    assert PropertyId.A_EXHAUSTED_RECORD in s.properties()
 
 
 @pytest.mark.clause("TC-REC-EXHAUST-OTHER", "TC-AMO-2")
@@ -289,7 +289,7 @@ def test_a_exhausted_record_catches_a_lost_single_attempt_recorded_failed() -> N
     s.hand(key, "a1", "w1", "send")
     s.lost("w1")
     s.publish(key, S.FAILED, MAY_HAVE_RUN)
-    assert "A-EXHAUSTED-RECORD" in s.properties()
+    assert PropertyId.A_EXHAUSTED_RECORD in s.properties()
 
 
 @pytest.mark.clause("TC-REC-RETRY", "D-9")
@@ -302,7 +302,7 @@ def test_a_exhausted_record_catches_a_retrying_call_that_gives_up_early() -> Non
     s.hand(key, "a1", "w1", "update")
     s.lost("w1")
     s.publish(key, S.OUTCOME_UNKNOWN, UNKNOWN)
-    messages = [v.message for v in s.check() if v.property == "A-EXHAUSTED-RECORD"]
+    messages = [v.message for v in s.check() if v.property == PropertyId.A_EXHAUSTED_RECORD]
     assert messages
     assert "after 1 of its 3 attempts" in messages[0]
 
@@ -316,7 +316,7 @@ def test_a_record_meaning_catches_a_timed_out_attempt_recorded_as_the_tools_fail
     s.hand(key, "a1", "w1", "update")
     s.timed_out(key, "a1")
     s.publish(key, S.FAILED, TOOL_ERROR)
-    messages = [v.message for v in s.check() if v.property == "A-RECORD-MEANING"]
+    messages = [v.message for v in s.check() if v.property == PropertyId.A_RECORD_MEANING]
     assert messages
     assert "no run of the tool reported one" in messages[0]
 
@@ -330,7 +330,7 @@ def test_a_record_meaning_catches_a_lost_idempotent_write_recorded_failed() -> N
     s.hand(key, "a1", "w1", "update")
     s.lost("w1")
     s.publish(key, S.FAILED, MAY_HAVE_RUN)
-    assert "A-RECORD-MEANING" in s.properties()
+    assert PropertyId.A_RECORD_MEANING in s.properties()
 
 
 @pytest.mark.clause("F-7", "D-4", "TC-REC-FAIL", "TC-REC-EXHAUST-READ")
@@ -352,7 +352,7 @@ def test_a_record_meaning_excepts_the_cancelled_single_attempt_whose_write_lands
     s.hand(read, "a2", "w2", "search")
     s.lost("w2")
     s.publish(read, S.FAILED, MAY_HAVE_RUN)
-    assert "A-RECORD-MEANING" not in s.properties()
+    assert PropertyId.A_RECORD_MEANING not in s.properties()
 
 
 @pytest.mark.clause("TC-POL-2", "TC-REC-RETRY", "TC-EFF-READ", "TC-EFF-IDEM", "D-3")
@@ -366,7 +366,7 @@ def test_a_retry_classes_catches_a_retry_after_the_tool_reported_a_failure() -> 
     s.end(run, h.RunEnd.TOOL_FAILED)
     s.result("w1", "a1", False)
     s.hand(key, "a2", "w1", "update")
-    assert "A-RETRY-CLASSES" in s.properties()
+    assert PropertyId.A_RETRY_CLASSES in s.properties()
 
 
 @pytest.mark.clause("TC-KEY-1", "TC-KEY-2")
@@ -378,7 +378,7 @@ def test_a_same_key_catches_a_retry_that_passes_another_key() -> None:
     s.hand(key, "a1", "w1", "update")
     s.lost("w1")
     s.hand(key, "a2", "w2", "update", sent_key=f"{key}-2")
-    assert "A-SAME-KEY" in s.properties()
+    assert PropertyId.A_SAME_KEY in s.properties()
 
 
 @pytest.mark.clause("TC-APR-2", "TC-APR-3", "TC-REC-REJ", "D-7")
@@ -388,7 +388,7 @@ def test_a_approval_catches_a_hand_out_before_approval() -> None:
     s.session()
     key = s.ask("cancel", "c1")
     s.hand(key, "a1", "w1", "cancel")
-    assert "A-APPROVAL" in s.properties()
+    assert PropertyId.A_APPROVAL in s.properties()
 
 
 @pytest.mark.clause("D-7")
@@ -401,7 +401,7 @@ def test_a_approval_catches_an_answer_accepted_after_the_deadline() -> None:
     s.deadline(key)
     s.publish(key, S.REJECTED, "rejected: the approval deadline passed")
     s.answer(key, True, True, ACCEPTED)
-    assert "A-APPROVAL" in s.properties()
+    assert PropertyId.A_APPROVAL in s.properties()
 
 
 @pytest.mark.clause("D-32", "D-7")
@@ -417,7 +417,7 @@ def test_a_refused_answer_past_the_calls_own_deadline_is_judged_by_that_deadline
     s.answer(key, True, False, REPLY_TEXT[ApprovalReply.DEADLINE_PASSED])
     s.deadline(key)
     s.publish(key, S.REJECTED, "rejected: the approval deadline passed")
-    assert ("A-APPROVAL" in s.properties()) is not own_deadline
+    assert (PropertyId.A_APPROVAL in s.properties()) is not own_deadline
 
 
 @pytest.mark.clause("TC-REC-REJ")
@@ -429,7 +429,7 @@ def test_a_approval_catches_a_rejected_record_nobody_asked_for() -> None:
     s.waits(key)
     s.answer(key, True, True, ACCEPTED)
     s.publish(key, S.REJECTED, "rejected: a person rejected the call")
-    assert "A-APPROVAL" in s.properties()
+    assert PropertyId.A_APPROVAL in s.properties()
 
 
 @pytest.mark.clause("TC-SNAP-1", "TC-SNAP-2")
@@ -441,7 +441,7 @@ def test_a_policy_snapshot_catches_a_call_that_follows_a_later_policy() -> None:
     s.policy("search", NONIDEM)
     s.waits(key)
     s.snapshot(key, S.AWAITING_APPROVAL)
-    assert "A-POLICY-SNAPSHOT" in s.properties()
+    assert PropertyId.A_POLICY_SNAPSHOT in s.properties()
 
 
 @pytest.mark.clause("D-22")
@@ -454,7 +454,7 @@ def test_a_policy_snapshot_judges_a_hinted_call_by_the_sessions_choice_of_d22(
     key = s.ask("lookup", "c1")
     s.waits(key)
     s.snapshot(key, S.AWAITING_APPROVAL)
-    assert ("A-POLICY-SNAPSHOT" in s.properties()) is (lowers is None)
+    assert (PropertyId.A_POLICY_SNAPSHOT in s.properties()) is (lowers is None)
 
 
 @pytest.mark.clause("TC-SNAP-1", "TC-SNAP-2")
@@ -466,7 +466,7 @@ def test_a_policy_snapshot_names_the_later_policy_a_retry_followed() -> None:
     s.policy("tool", READ)
     s.queued(key, "a1")
     s.queued(key, "a2")
-    messages = [v.message for v in s.check() if v.property == "A-POLICY-SNAPSHOT"]
+    messages = [v.message for v in s.check() if v.property == PropertyId.A_POLICY_SNAPSHOT]
     assert messages
     assert "later policy (read" in messages[0]
 
@@ -481,7 +481,7 @@ def test_a_double_run_shape_catches_a_run_going_on_after_its_worker_was_declared
     s.run(key, "a1", "w1", "send")
     s.lost("w1")
     s.publish(key, S.OUTCOME_UNKNOWN, UNKNOWN)
-    assert "A-DOUBLE-RUN-SHAPE" in s.properties()
+    assert PropertyId.A_DOUBLE_RUN_SHAPE in s.properties()
 
 
 @pytest.mark.clause("TC-AMO-3", "TC-AMO-4", "D-6")
@@ -507,7 +507,7 @@ def test_a_double_run_shape_allows_the_documented_double_run_and_witnesses_it() 
         history.append(entry)
     history.finish()
     assert history.violations == []
-    assert "S-DOUBLE-RUN" in history.checker.witnessed
+    assert PropertyId.S_DOUBLE_RUN in history.checker.witnessed
     [double] = history.checker.double_runs
     assert (double.first, double.second, double.documented) == (first, second, True)
 
@@ -531,7 +531,7 @@ def _succeeded_with_output(output: str | None) -> tuple[Story, str]:
 def test_a_tool_result_catches_a_succeeded_call_whose_result_no_run_returned() -> None:
     s, key = _succeeded_with_output('{"hits": 3}')
     s.snapshot(key, S.SUCCEEDED, results=('{"hits": 4}',))
-    found = [v for v in s.check() if v.property == "A-TOOL-RESULT"]
+    found = [v for v in s.check() if v.property == PropertyId.A_TOOL_RESULT]
     assert len(found) == 1, found
     assert "no run of it returned" in found[0].message
     clean_story, clean_key = _succeeded_with_output('{"hits": 3}')
@@ -561,7 +561,7 @@ def _unreached_with_result(result: str) -> Story:
 @pytest.mark.clause("TC-REC-2", "TC-RCN-1")
 def test_a_tool_result_catches_a_record_whose_result_reads_otherwise() -> None:
     found = [v for v in _unreached_with_result("failed: something else").check()
-             if v.property == "A-TOOL-RESULT"]
+             if v.property == PropertyId.A_TOOL_RESULT]
     assert len(found) == 1, found
     assert f"failed: {DID_NOT_RUN}" in found[0].message
     assert _unreached_with_result(f"failed: {DID_NOT_RUN}").check() == []
@@ -571,17 +571,17 @@ def test_a_tool_result_catches_a_record_whose_result_reads_otherwise() -> None:
 def test_a_tool_result_catches_two_results_for_one_call_and_one_before_the_record() -> None:
     s, key = _succeeded_with_output("ok")
     s.snapshot(key, S.SUCCEEDED, results=("ok", "ok"))
-    assert "A-TOOL-RESULT" in s.properties()
+    assert PropertyId.A_TOOL_RESULT in s.properties()
     early = Story()
     early.policy("search", READ)
     early.session()
     key = early.ask("search", "c1")
     early.queued(key, "a1")
     early.snapshot(key, S.RUNNING, results=("ok",))
-    assert "A-TOOL-RESULT" in early.properties()
+    assert PropertyId.A_TOOL_RESULT in early.properties()
     missing, key = _succeeded_with_output("ok")
     missing.snapshot(key, S.SUCCEEDED, results=())
-    assert "A-TOOL-RESULT" in missing.properties()
+    assert PropertyId.A_TOOL_RESULT in missing.properties()
 
 
 def _timed_out_at_w1(cancel: str | None) -> Story:
@@ -601,14 +601,15 @@ def _timed_out_at_w1(cancel: str | None) -> Story:
 
 @pytest.mark.clause("TC-AMO-3")
 def test_a_cancel_on_timeout_catches_a_timed_out_attempt_whose_worker_is_never_told() -> None:
-    found = [v for v in _timed_out_at_w1(None).check() if v.property == "A-CANCEL-ON-TIMEOUT"]
+    found = [v for v in _timed_out_at_w1(None).check()
+             if v.property == PropertyId.A_CANCEL_ON_TIMEOUT]
     assert [v.key for v in found] == ["s/t1/c1"]
     assert "never sent a cancel" in found[0].message
 
 
 @pytest.mark.clause("TC-AMO-3")
 def test_a_cancel_on_timeout_catches_a_cancel_sent_to_another_worker() -> None:
-    assert "A-CANCEL-ON-TIMEOUT" in _timed_out_at_w1("w2").properties()
+    assert PropertyId.A_CANCEL_ON_TIMEOUT in _timed_out_at_w1("w2").properties()
     assert _timed_out_at_w1("w1").check() == []
 
 
@@ -622,7 +623,7 @@ def test_a_cancel_on_timeout_asks_nothing_of_an_attempt_that_already_ended() -> 
     s.lost("w1")
     s.timed_out(key, "a1")
     s.publish(key, S.FAILED, MAY_HAVE_RUN)
-    assert "A-CANCEL-ON-TIMEOUT" not in s.properties()
+    assert PropertyId.A_CANCEL_ON_TIMEOUT not in s.properties()
 
 
 @pytest.mark.clause("D-8")
@@ -654,7 +655,7 @@ def test_a_fence_catches_a_new_run_while_an_abandoned_run_goes_on() -> None:
     second = s.ask("send", "c2", "t2")
     s.hand(second, "a2", "w2", "send")
     s.run(second, "a2", "w2", "send")
-    assert s.properties() == {"A-FENCE", "E-EVERY-CALL-RECORDED"}
+    assert s.properties() == {PropertyId.A_FENCE, PropertyId.E_EVERY_CALL_RECORDED}
 
 
 @pytest.mark.clause("D-6")
@@ -671,7 +672,7 @@ def test_the_fence_does_not_hold_back_a_call_handed_out_before_the_other_was_aba
     s.cancel("w1", "a1")
     s.publish(first, S.FAILED, MAY_STILL_RUN)
     s.run(second, "a2", "w2", "send")
-    assert "A-FENCE" not in s.properties()
+    assert PropertyId.A_FENCE not in s.properties()
 
 
 # -- eventually-properties ----------------------------------------------------------------------
@@ -687,7 +688,7 @@ def test_e_every_call_recorded_catches_a_call_left_without_a_record() -> None:
     history = History(s.config)
     for entry in s.entries:
         assert history.append(entry) == []
-    assert [v.property for v in history.finish()] == ["E-EVERY-CALL-RECORDED"]
+    assert [v.property for v in history.finish()] == [PropertyId.E_EVERY_CALL_RECORDED]
 
 
 def test_e_every_call_recorded_accepts_a_record_seen_only_in_the_snapshot() -> None:
@@ -709,7 +710,7 @@ def test_e_reconcile_once_catches_an_unknown_call_never_reported() -> None:
     s.hand(key, "a1", "w1", "send")
     s.lost("w1")
     s.publish(key, S.OUTCOME_UNKNOWN, UNKNOWN)
-    assert "E-RECONCILE-ONCE" in s.properties()
+    assert PropertyId.E_RECONCILE_ONCE in s.properties()
 
 
 @pytest.mark.clause("TC-RCN-ONCE")
@@ -726,4 +727,4 @@ def test_e_reconcile_once_catches_a_second_report_as_soon_as_it_is_sent() -> Non
     for entry in s.entries:
         assert history.append(entry) == []
     s.report(key)
-    assert [v.property for v in history.append(s.entries[-1])] == ["E-RECONCILE-ONCE"]
+    assert [v.property for v in history.append(s.entries[-1])] == [PropertyId.E_RECONCILE_ONCE]

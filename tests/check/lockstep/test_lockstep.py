@@ -15,6 +15,7 @@ from atmostonce.model.config import ModelConfig, parse_tools
 from atmostonce.model.explorer import Explorer
 from atmostonce.model.system import System
 from atmostonce.spec.policy import EffectClass
+from atmostonce.spec.step_kinds import StepKind
 
 SMALL = DEFAULT.with_(faults=1)
 
@@ -71,9 +72,10 @@ def test_a_run_timeout_before_the_worker_is_heard_from_cancels_an_attempt_that_r
         assert enabled, f"the model allows no {kind} after {', '.join(lock.log)}"
         lock.step(enabled[0])
 
-    lock.step(("ask", [t.effect for t in DEFAULT.tools].index(
+    lock.step((StepKind.ASK, [t.effect for t in DEFAULT.tools].index(
         EffectClass.NON_IDEMPOTENT_WRITE), -1))
-    for kind in ("approve", "hand", "go", "time_out", "apply", "finish_ok"):
+    for kind in (StepKind.APPROVE, StepKind.HAND, StepKind.GO, StepKind.TIME_OUT, StepKind.APPLY,
+                 StepKind.FINISH_OK):
         take(kind)
     assert "heartbeat(0, 0)" not in lock.log
     assert lock.published == {lock.keys[0]: ["failed"]}

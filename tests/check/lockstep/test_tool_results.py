@@ -13,6 +13,7 @@ from atmostonce.executor import attempts, reference
 from atmostonce.executor.views import tool_message
 from atmostonce.model.check import DEFAULT
 from atmostonce.model.layout import Label
+from atmostonce.spec.step_kinds import StepKind
 
 
 def drive(steps: list[str]) -> Lockstep:
@@ -25,7 +26,7 @@ def drive(steps: list[str]) -> Lockstep:
 
 
 def test_the_reference_tool_results_agree_through_a_failed_run() -> None:
-    drive(["ask", "hand", "go", "finish_fail"])
+    drive([StepKind.ASK, StepKind.HAND, StepKind.GO, StepKind.FINISH_FAIL])
 
 
 @pytest.mark.clause("TC-REC-2")
@@ -33,4 +34,4 @@ def test_a_tool_result_that_drops_the_error_is_caught(monkeypatch: pytest.Monkey
     monkeypatch.setattr(attempts, "tool_message", lambda call, outcome, output: tool_message(
         call, replace(outcome, error=""), output))
     with pytest.raises(Disagreement, match="its tool result reads"):
-        drive(["ask", "hand", "go", "finish_fail"])
+        drive([StepKind.ASK, StepKind.HAND, StepKind.GO, StepKind.FINISH_FAIL])

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from atmostonce.cli import main
+from atmostonce.spec.properties import PropertyId
 
 DOUBLE_RUN_BOUNDS = ("--tools", "non_idempotent_write", "--crashes", "0", "--partitions", "0",
                      "--restarts", "0", "--reconcile-crashes", "0", "--policy-changes", "0")
@@ -57,7 +58,7 @@ def test_the_documented_double_run_replays_on_the_core_with_every_step_agreeing(
     trace = double_run_trace(tmp_path)
     code, report = replayed(capsys, "--trace", str(trace), "--name", "S-DOUBLE-RUN")
     assert code == 0
-    assert report["trace"] == "S-DOUBLE-RUN"
+    assert report["trace"] == PropertyId.S_DOUBLE_RUN
     assert [s["verdict"] for s in report["steps"]] == ["agree"] * 9
     assert "GoAhead(w1, s/turn-1/call-1#1)" in report["steps"][7]["implementation"]
     capsys.readouterr()
@@ -101,7 +102,7 @@ def _bad_inputs(tmp_path: Path) -> list[tuple[list[str], str]]:
         (["--trace", str(tmp_path / "missing.json")], "cannot read it"),
         (["--trace", str(tmp_path / "not-json.json")], "not JSON"),
         (["--trace", str(_rewritten(tmp_path, trace, foreign))], "atmostonce-trace/1"),
-        (["--trace", str(trace), "--name", "A-NOTHING"], "no trace of that name"),
+        (["--trace", str(trace), "--name", "no-such-trace"], "no trace of that name"),
         (["--trace", str(_rewritten(tmp_path, trace, impossible))],
          "step 3 {\"action\": \"hand\", \"call\": 0, \"worker\": 7} is not a step the model"),
         (["--trace", str(_rewritten(tmp_path, trace, bad_bound))], "bad config"),

@@ -1,5 +1,5 @@
-"""The modelled executor's protocol: the record rule compiled from the spec's `decide`, and
-the choices a model mutant turns wrong."""
+"""The modelled executor's choices: the record rule compiled from the spec's `decide`, and
+the other protocol decisions a model mutant turns wrong."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def decision_table() -> dict[tuple[int, int, bool, bool], tuple[str, int]]:
 
 
 @dataclass(frozen=True)
-class Protocol:
+class ModelChoices:
     """The modelled executor's protocol choices; each is a knob a model mutant turns wrong."""
 
     call_tool: Table = CALL_TOOL
