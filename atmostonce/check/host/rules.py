@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from atmostonce.spec.properties import PropertyId
 from atmostonce.spec.protocol import JSON, Cancel, Command, GoAhead, Persist, Reply
 
 GO_AHEAD_PERSISTED = "D-5"
 """A go-ahead comes only after a journal entry of its batch names its attempt and worker."""
-CANCEL_ON_TIMEOUT = "A-CANCEL-ON-TIMEOUT"
+CANCEL_ON_TIMEOUT = PropertyId.A_CANCEL_ON_TIMEOUT
 """An attempt whose run timeout fires is cancelled at the worker it was handed to."""
 ONE_REPLY = "one reply per request"
 """An `Answer` or a `UserMessage` gets exactly one `Reply`, in the batch that answers it."""
