@@ -3,6 +3,7 @@ timers (an attempt queued, a call waiting for approval, a deadline or a run time
 each hand-out against its call, its approval, its record and the fence (D-5, D-6), and how the
 call's current attempt stopped counting: cancelled or timed out, its worker lost, or a server
 restart (D-8). Properties: A-ONE-ATTEMPT, A-ONE-WORKER, A-RETRY-CLASSES, A-SAME-KEY, A-FENCE,
+A-EXHAUSTED-RECORD (no attempt beyond max_attempts),
 and A-APPROVAL, A-ONE-RECORD, A-DID-NOT-RUN-TRUE, A-POLICY-SNAPSHOT as a hand-out shows them, and
 A-CANCEL-ON-TIMEOUT."""
 
@@ -63,13 +64,18 @@ class AttemptChecks(CheckerState):
         count = len(c.attempts)
         if c.single and count > 1:
             effect = c.policy.effect.value
+            earlier = _earlier(c, attempt)
             self._bad(PropertyId.A_ONE_ATTEMPT, c,
                       f"{with_article(effect)} call got {count} attempts",
-                      c.pos, pos)
+                      c.pos, *earlier, pos)
             self._bad(PropertyId.A_RETRY_CLASSES, c,
                       f"{with_article(effect)} call was attempted again",
-                      c.pos, pos)
+                      c.pos, *earlier, pos)
             self._followed_later(c, lambda p: p.retries_allowed, "it got another attempt", pos)
+        elif count > self.config.max_attempts:
+            self._bad(PropertyId.A_EXHAUSTED_RECORD, c,
+                      f"{with_article(c.policy.effect.value)} call got {count} attempts, more "
+                      f"than its {self.config.max_attempts}", c.pos, *_earlier(c, attempt), pos)
         return attempt
 
     def _timer_fired(self, e: h.TimerFired, pos: int) -> None:
@@ -236,6 +242,13 @@ class AttemptChecks(CheckerState):
                           f"{_name(other.call.record)}) still went",
                           other.pos, other.call.record_pos, pos)
                 return
+
+
+def _earlier(c: Call, attempt: Attempt) -> list[int]:
+    """Where the call's attempts before `attempt` were handed out and stopped counting, and
+    where its runs so far started: what an excerpt of a second attempt shows before it."""
+    positions = [p for a in c.attempts.values() if a is not attempt for p in (a.pos, a.cause_pos)]
+    return positions + [run.pos for run in c.runs]
 
 
 def _name(status: ToolCallStatus | None) -> str:

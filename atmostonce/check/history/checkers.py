@@ -21,7 +21,8 @@ property is judged against:
 - A-EXHAUSTED-RECORD: a call that ended for an infrastructure reason after a hand-out records
   failed if a read, outcome_unknown if an idempotent write, and for a single-attempt call
   failed if it was cancelled or timed out (D-4), outcome_unknown if its worker was lost; a
-  retrying class gives up only after max_attempts attempts (TC-REC-RETRY, D-9).
+  retrying class gives up only after max_attempts attempts and never makes more
+  (TC-REC-RETRY, D-9).
 - A-RECORD-MEANING: a failed record saying the tool reported a failure follows a run that
   reported one; any other failed record after a hand-out is a read's, or a cancelled single
   attempt's, whose write may land after it (D-4, F-7).

@@ -139,6 +139,40 @@ def test_a_one_attempt_catches_a_second_attempt_of_a_single_attempt_call() -> No
     assert {PropertyId.A_ONE_ATTEMPT, PropertyId.A_RETRY_CLASSES} <= s.properties()
 
 
+@pytest.mark.clause("TC-REC-RETRY", "TC-REC-EXHAUST-READ", "D-9")
+def test_a_exhausted_record_catches_an_attempt_beyond_max_attempts() -> None:
+    """A read tried again after each loss of its worker, once more than max_attempts allow."""
+    s = Story(ExecutorConfig(max_attempts=2))
+    s.policy("search", READ)
+    s.session()
+    key = s.ask("search", "c1")
+    for n in (1, 2):
+        s.hand(key, f"a{n}", f"w{n}", "search")
+        s.lost(f"w{n}")
+    assert PropertyId.A_EXHAUSTED_RECORD not in s.properties()
+    s.hand(key, "a3", "w3", "search")
+    found = [v for v in s.check() if v.property == PropertyId.A_EXHAUSTED_RECORD]
+    assert [v.message for v in found] == ["a read call got 3 attempts, more than its 2"]
+
+
+def test_a_second_attempt_names_the_first_attempt_its_run_and_its_loss() -> None:
+    """The excerpt of A-ONE-ATTEMPT shows what came before the second attempt: the first
+    attempt's hand-out, its run in the ledger and the loss of its worker."""
+    s = Story()
+    s.policy("send", NONIDEM, False)
+    s.session()
+    key = s.ask("send", "c1")
+    asked = len(s.entries) - 1
+    first = s.hand(key, "a1", "w1", "send")
+    s.run(key, "a1", "w1", "send")
+    ran = len(s.entries) - 1
+    s.lost("w1")
+    lost = len(s.entries) - 1
+    second = s.hand(key, "a2", "w2", "send")
+    [violation] = [v for v in s.check() if v.property == PropertyId.A_ONE_ATTEMPT]
+    assert violation.positions == (asked, first, ran, lost, second)
+
+
 @pytest.mark.clause("TC-REC-EXHAUST-OTHER", "TC-AMO-2", "TC-RCN-1")
 def test_a_no_attempt_after_unknown_catches_a_hand_out_after_the_record() -> None:
     s = Story()
