@@ -12,9 +12,10 @@ at a moment that is true for it:
 - a re-subscription replays the records made before (`past`): a replay of what the same
   listener already saw is not a second publication and is left out (TC-REC-1);
 - a run ends at the earliest of the moments its end was witnessed: the ledger heard it, the
-  server (or the proxy) heard its result, its process died; and a run whose process was
-  paused longer than the lease can take no effect past the lease (the ledger refuses its
-  writes and the worker stops it on waking, D-12), so it ends then at the latest;
+  server (or the proxy) heard its result, its process died; and, on an engine whose pauses
+  stop runs (`Limits.pauses_stop_runs`), a run whose process was paused longer than the
+  lease can take no effect past the lease (the ledger refuses its writes and the worker
+  stops it on waking, D-12), so it ends then at the latest;
 - a server restart stands at the moment its kill was complete and every client had handled
   what the old server sent: everything of the old life comes before it, everything of the
   new one after (D-8).
@@ -57,12 +58,13 @@ class _Entries:
 
 
 def build_history(obs: Observations, faults: FaultLog, log: ServerLog, runs: Sequence[LedgerRun],
-                  writes: Sequence[Write], config: ExecutorConfig, end: float) -> list[h.Entry]:
+                  writes: Sequence[Write], config: ExecutorConfig, end: float,
+                  pauses_stop_runs: bool = True) -> list[h.Entry]:
     """Every entry of the run, in order (see the module docstring); `end` is when the run
     ended, the moment of anything whose moment is unknown."""
     out = _Entries()
     _client(out, obs, log, end)
-    _ledger(out, runs, writes, log, faults, config)
+    _ledger(out, runs, writes, log, faults, config, pauses_stop_runs)
     _faults(out, faults, log)
     for entry in log.entries:
         out.put(entry, SERVER)
@@ -137,7 +139,7 @@ def _user_messages(out: _Entries, obs: Observations, end: float) -> None:
 
 
 def _ledger(out: _Entries, runs: Sequence[LedgerRun], writes: Sequence[Write], log: ServerLog,
-            faults: FaultLog, config: ExecutorConfig) -> None:
+            faults: FaultLog, config: ExecutorConfig, pauses_stop_runs: bool) -> None:
     call_of = {e.attempt: e.call for e in log.entries if isinstance(e, h.HandedOut)}
     witnessed: dict[tuple[str, str], list[RunEndSeen]] = defaultdict(list)
     for seen in log.run_ends:
@@ -154,7 +156,7 @@ def _ledger(out: _Entries, runs: Sequence[LedgerRun], writes: Sequence[Write], l
             if not write.fenced:
                 out.put(h.EffectApplied(write.at, number, write.key, write.applied), LEDGER)
         ended = run_end(run, witnessed.get(where, ()), deaths.get(run.worker),
-                        pauses.get(run.worker, ()), config.lease)
+                        pauses.get(run.worker, ()) if pauses_stop_runs else (), config.lease)
         if ended is not None:
             output = run.output if run.ended is not None and ended[1] is h.RunEnd.RETURNED \
                 else None

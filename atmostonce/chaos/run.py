@@ -32,7 +32,7 @@ from pathlib import Path
 from atmostonce.chaos.agents import ChaosAgents
 from atmostonce.chaos.judge import judge
 from atmostonce.chaos.lost import lost_records
-from atmostonce.chaos.nemesis import EngineFailed, FaultLog, Nemesis
+from atmostonce.chaos.nemesis import EngineFailed, FaultLog, Nemesis, NemesisKind
 from atmostonce.chaos.observations import Observations
 from atmostonce.chaos.options import ChaosOptions
 from atmostonce.chaos.result import ChaosResult
@@ -140,6 +140,8 @@ def run_chaos(options: ChaosOptions, say: Say = lambda line: None, meter: Meter 
     elif own:
         shutil.rmtree(workdir, ignore_errors=True)
     notes = list(got.log.notes)
+    notes += [f"{kind.value} faults not injected: {got.limits.no_target[kind.value]}"
+              for kind in options.nemesis if kind.value in got.limits.no_target]
     if failures:
         notes.append("the executor under test failed, so the run stopped before it was "
                      "quiescent: the eventually-properties were not judged")
@@ -171,6 +173,7 @@ def _run(options: ChaosOptions, factory: Callable[[EngineSetup], Engine], workdi
                             options.workers, options.executor, token_file=token_file)
         engine = built(factory, setup, options.engine)
         got.limits = limits_of(engine)
+        _check_targets(got.limits)
         got.engine = engine.describe()
         try:
             try:
@@ -201,6 +204,14 @@ def _run(options: ChaosOptions, factory: Callable[[EngineSetup], Engine], workdi
             ledger.stop()
 
 
+def _check_targets(limits: Limits) -> None:
+    """SpecError for an engine whose `no_target` names a kind of fault the nemesis has not."""
+    unknown = sorted(set(limits.no_target) - {kind.value for kind in NemesisKind})
+    if unknown:
+        raise SpecError(f"the engine's limits() name kinds of fault the nemesis has not: "
+                        f"{', '.join(unknown)}")
+
+
 def _drive(options: ChaosOptions, engine: Engine, io: LoopThread, ledger_at: tuple[int, str],
            ledger: LedgerClient, got: _Collected, say: Say, meter: Meter) -> None:
     """The agents and the nemesis for the duration, then the drain; `ledger_at` is the
@@ -219,7 +230,8 @@ def _drive(options: ChaosOptions, engine: Engine, io: LoopThread, ledger_at: tup
             names.update(r.worker for r in ledger.runs(key) if r.ended is None)
         return names
 
-    nemesis = Nemesis(engine, options.nemesis, options.seed, options.config, options.workers,
+    kinds = tuple(k for k in options.nemesis if k.value not in got.limits.no_target)
+    nemesis = Nemesis(engine, kinds, options.seed, options.config, options.workers,
                       io.drain, busy, say, options.pace, options.cuts)
     got.faults = nemesis.log
     began = time.monotonic()

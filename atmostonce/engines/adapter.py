@@ -71,6 +71,13 @@ An engine may also have a method `limits()` returning `Limits` (the harness read
   workers: they stay started, their timers run on, and a late result decides the call
   (Temporal). The checkers then judge a restart as a lost connection, not as the loss of
   every attempt out (D-8).
+- `no_target` maps a kind of fault (`partition`, `restart`) to why the engine offers nothing
+  it could hit, such as a library framework without a server: the harness does not inject
+  it and says why in the report.
+- `pauses_stop_runs` (true unless the engine says otherwise) says that a worker paused longer
+  than the lease takes no effect past it (D-12): its writes are refused and it stops its runs
+  on waking. An engine without a lease says false, and a paused run then ends only when a
+  witness says so.
 
 Errors
 ------
@@ -195,6 +202,9 @@ class Limits:
     not_checkable: Mapping[str, str] = field(default_factory=dict)
     """Property id -> why this engine cannot give the evidence the property needs."""
     attempts_survive_restart: bool = False
+    no_target: Mapping[str, str] = field(default_factory=dict)
+    """Kind of fault (a nemesis kind's value) -> why the engine offers nothing it could hit."""
+    pauses_stop_runs: bool = True
 
 
 def limits_of(engine: object) -> Limits:

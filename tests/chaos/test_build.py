@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from atmostonce.chaos.build import build_history, run_end
-from atmostonce.chaos.nemesis import FaultLog
+from atmostonce.chaos.nemesis import Fault, FaultLog
 from atmostonce.chaos.observations import AnswerSeen, EventSeen, Observations, SnapshotSeen
 from atmostonce.check.history import entries as h
 from atmostonce.engines.adapter import RunEndSeen, ServerLog
@@ -41,6 +41,24 @@ def test_a_killed_run_ends_at_the_kill_and_a_paused_one_by_its_lease() -> None:
     paused_short = [(11.0, 11.5)]
     assert run_end(run(10.0, 13.0, "returned"), (), None, paused_short, LEASE) == (
         13.0, h.RunEnd.RETURNED)
+
+
+@pytest.mark.clause("TC-REC-LOST", "D-12")
+def test_a_paused_run_ends_by_its_lease_only_where_pauses_stop_runs() -> None:
+    """A run paused past the lease, woken, then killed: on an engine without a lease
+    (`Limits.pauses_stop_runs` false) nothing stopped it while paused, so it ends at the kill."""
+    faults = FaultLog([Fault("pause", 11.0, 14.0, "w1", ("w1-1",)),
+                       Fault("kill", 16.0, None, "w1", ("w1-1",))])
+    ledger = [run(10.0)]
+
+    def end_of(pauses_stop_runs: bool) -> tuple[float, h.RunEnd]:
+        entries = build_history(Observations(), faults, ServerLog(), ledger, [],
+                                ExecutorConfig(lease=LEASE), 20.0, pauses_stop_runs)
+        [ended] = [e for e in entries if isinstance(e, h.RunEnded)]
+        return ended.at, ended.end
+
+    assert end_of(True) == (11.0 + LEASE, h.RunEnd.KILLED)
+    assert end_of(False) == (16.0, h.RunEnd.KILLED)
 
 
 @pytest.mark.clause("TC-REC-1", "D-8", "D-7", "TC-RCN-FIND")
