@@ -1,0 +1,76 @@
+"""What the LangGraph mapping saw, as the `ServerLog` the chaos harness merges with what its
+clients saw and the ledger. There is no server: the facts come from the agent processes' notes
+(`notes`), the application's store (`store`), the checkpoint file and the adapter itself.
+
+- `HandedOut` for each `started` note: a tool function began an attempt at that process;
+- a run end for each `ended` note;
+- `ResultDelivered` for each attempt whose tool message the checkpoint file holds, at the
+  first `delivering` note of it: the result reached the graph's durable state then (a note
+  whose write never landed, its process killed in between, is left out);
+- from the approval inbox: `TimerStarted` for each call that waits for approval (its deadline
+  starts at the ask), `ApprovalAnswered` for each answer taken, `TimerFired` when the
+  deadline was found passed;
+- `WorkerDeclaredLost` when the adapter handed a dead process's threads to the others.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from atmostonce.check.history import entries as h
+from atmostonce.engines.adapter import RunEndSeen, ServerLog
+from atmostonce.engines.langgraph.checkpoints import durable_attempts
+from atmostonce.engines.langgraph.notes import read_notes
+from atmostonce.engines.langgraph.store import AppStore
+from atmostonce.spec.approval import REPLY_TEXT, ApprovalReply
+from atmostonce.spec.protocol import TimerKind
+
+_ACCEPTED = REPLY_TEXT[ApprovalReply.ACCEPTED]
+
+
+def server_log(notes_files: Iterable[Path], store: AppStore, checkpoints: Path,
+               lost: Sequence[tuple[float, str]]) -> ServerLog:
+    """The ServerLog of one run (see the module docstring); `lost` is (when, worker name) for
+    each process whose threads went to others."""
+    log = ServerLog()
+    durable = durable_attempts(checkpoints)
+    entries: list[h.Entry] = []
+    delivered: dict[str, h.ResultDelivered] = {}
+    hand_outs = 0
+    for path in notes_files:
+        for note in read_notes(path):
+            at = float(note.get("at", 0.0))
+            worker = str(note.get("worker", ""))
+            attempt = str(note.get("attempt", ""))
+            kind = note.get("type")
+            ok = note.get("ok")
+            if kind == "started":
+                key = str(note.get("key", ""))
+                entries.append(h.HandedOut(at, worker, attempt, key, str(note.get("tool", "")),
+                                           True, key))
+                hand_outs += 1
+            elif kind == "ended":
+                log.run_ends.append(RunEndSeen(at, worker, attempt,
+                                               ok if isinstance(ok, bool) else None))
+            elif kind == "delivering" and attempt in durable:
+                seen = delivered.get(attempt)
+                if seen is None or at < seen.at:
+                    delivered[attempt] = h.ResultDelivered(at, str(note.get("of", worker)),
+                                                           attempt, ok is True)
+    entries += delivered.values()
+    for row in store.approvals().values():
+        entries.append(h.TimerStarted(row.asked, TimerKind.APPROVAL_DEADLINE, row.key, row.key))
+        if row.answered is not None and row.approve is not None:
+            entries.append(h.ApprovalAnswered(row.answered, row.key, row.approve, True,
+                                              _ACCEPTED))
+        if row.expired is not None:
+            entries.append(h.TimerFired(row.expired, TimerKind.APPROVAL_DEADLINE, row.key,
+                                        row.key))
+    entries += [h.WorkerDeclaredLost(at, worker) for at, worker in lost]
+    log.entries = sorted(entries, key=lambda e: e.at)
+    log.notes.append(
+        f"{hand_outs} attempts, each noted by the agent process that ran its tool (LangGraph "
+        f"hands nothing out); {len(delivered)} results that reached the checkpoints; "
+        f"{len(lost)} agent processes whose threads were handed on")
+    return log
