@@ -245,10 +245,11 @@ class AttemptChecks(CheckerState):
 
 
 def _earlier(c: Call, attempt: Attempt) -> list[int]:
-    """Where the call's attempts before `attempt` were handed out and stopped counting, and
-    where its runs so far started: what an excerpt of a second attempt shows before it."""
+    """Where the call was approved, where its attempts before `attempt` were handed out and
+    stopped counting, and where its runs so far started: what an excerpt of a second attempt
+    shows before it."""
     positions = [p for a in c.attempts.values() if a is not attempt for p in (a.pos, a.cause_pos)]
-    return positions + [run.pos for run in c.runs]
+    return [c.approval_pos, *positions, *(run.pos for run in c.runs)]
 
 
 def _name(status: ToolCallStatus | None) -> str:
