@@ -22,7 +22,9 @@ reported as not checkable, with the reason.
 
 from __future__ import annotations
 
+import sqlite3
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from importlib.metadata import version
@@ -49,6 +51,9 @@ from atmostonce.spec.properties import PropertyId
 READY = 60.0
 """Seconds an agent process may take to import LangChain and serve."""
 WORKER = "atmostonce.engines.langgraph.worker"
+RELEASE_FOR = 120.0
+"""Seconds the adapter keeps trying to hand a dead process's threads on while the store is
+locked (by a paused agent process, until it is resumed)."""
 
 NOT_CHECKABLE: dict[str, str] = {
     PropertyId.A_ONE_WORKER: "LangGraph hands no attempt to a worker: the agent process that "
@@ -102,6 +107,8 @@ class LangGraphEngine:
         self._count = 0
         self.lost: list[tuple[float, str]] = []
         """(when, worker name) of each dead process whose threads went to the others."""
+        self._releasing: list[threading.Thread] = []
+        self._lock = threading.Lock()
         self._closed = False
 
     def describe(self) -> str:
@@ -184,13 +191,28 @@ class LangGraphEngine:
         self._release(found)
 
     def _release(self, worker: _Worker) -> None:
-        """Hand a dead process's threads to the others, once."""
+        """Hand a dead process's threads to the others, once, from a thread of its own: a
+        paused agent process may hold the store's lock, and only this caller's thread resumes
+        it."""
         if worker.released:
             return
         worker.released = True
-        self.store.release(worker.ref.names[0] if worker.ref.names else worker.ref.id)
-        for name in worker.ref.names:
-            self.lost.append((time.monotonic(), name))
+        releasing = threading.Thread(target=self._hand_on, args=(worker.ref,),
+                                     name=f"release-{worker.ref.id}", daemon=True)
+        releasing.start()
+        self._releasing.append(releasing)
+
+    def _hand_on(self, ref: WorkerRef) -> None:
+        deadline = time.monotonic() + RELEASE_FOR
+        while True:
+            try:
+                self.store.release(ref.names[0] if ref.names else ref.id)
+                break
+            except sqlite3.OperationalError:
+                if time.monotonic() > deadline:
+                    raise
+        with self._lock:
+            self.lost += [(time.monotonic(), name) for name in ref.names]
 
     def pause_worker(self, worker: WorkerRef) -> None:
         self._of(worker).process.pause()
@@ -212,6 +234,8 @@ class LangGraphEngine:
             return
         self._closed = True
         stop_all([w.process for w in self._workers.values()])
+        for releasing in self._releasing:
+            releasing.join(RELEASE_FOR)
 
 
 def engine_of(name: str, setup: EngineSetup) -> LangGraphEngine:
