@@ -130,6 +130,11 @@ class RunContext:
                 raise ToolInfrastructureError(f"{call.tool}: {error}",
                                               read=call.effect is EffectClass.READ) from None
             return self._message(call, tool_call_id, attempt, mapping.unknown())
+        except BaseException:  # LangGraph cancelled the run: it ends here, unfinished
+            self.ledger.send({"op": "run_ended", "worker": self.worker, "attempt": attempt,
+                              "end": "stopped", "output": "cancelled by the graph"})
+            self.notes.note("ended", attempt=attempt, ok=None)
+            raise
         self.ledger.send({"op": "run_ended", "worker": self.worker, "attempt": attempt,
                           "end": "returned" if ok else "tool_failed", "output": output})
         self.notes.note("ended", attempt=attempt, ok=ok)

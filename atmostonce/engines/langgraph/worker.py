@@ -51,6 +51,7 @@ from atmostonce.runtime.processes import exit_with_parent
 from atmostonce.runtime.tokens import read_token
 from atmostonce.runtime.tools import behaviours
 from atmostonce.runtime.wire import ready_line
+from atmostonce.spec.approval import ApprovalState
 from atmostonce.spec.errors import SpecError
 from atmostonce.spec.protocol import ExecutorConfig
 
@@ -58,8 +59,9 @@ log = logging.getLogger("atmostonce.langgraph.worker")
 
 POLL = 0.05
 """Seconds between two looks at the store for threads to take and threads changed."""
-LOOK_AGAIN = 1.0
-"""Seconds a thread's task waits at most before it reads its state again unasked."""
+LOOK_AGAIN = 5.0
+"""Seconds a thread's task waits at most before it reads its state again unasked: a change in
+the store wakes it at once, a deadline or a turn's quiet time ends its wait when due."""
 GIVE_UP = 5
 """Runs of a thread that may fail in a row before its task stops (and says so in the log)."""
 CONNECT_FOR = 30.0
@@ -152,7 +154,8 @@ class Agent:
                 answers[i.id] = value
         if answers:
             return Command(resume=answers), 0.0
-        waiting = [inbox[k].deadline for k in keys if k in inbox]
+        waiting = [inbox[k].deadline for k in keys
+                   if k in inbox and inbox[k].state is ApprovalState.WAITING]
         return None, max(0.01, min(waiting, default=now + LOOK_AGAIN) - now)
 
     async def _inputs(self, thread: str, messages: list[BaseMessage]
