@@ -98,7 +98,6 @@ class Agents:
         self.reconcile_due: set[str] = set()
         self.unknown_sessions: dict[str, None] = {}
         self.reports = 0
-        self.reconcile_runs = 0
         self.reconcile_crashes = 0
         """Reconcile runs still to die after their first send (the fault schedule arms them;
         quiescence clears them)."""
@@ -276,7 +275,6 @@ class Agents:
         self.reconcile_due.discard(session_id)
         loop = self.loop
         server = self.server
-        self.reconcile_runs += 1
         snapshot = server.executor.snapshot(session_id)
         self.observe(session_id, snapshot)
         sent = 0
