@@ -10,12 +10,10 @@ and `core.ReferenceExecutor` is made of them all.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from atmostonce.executor import journal
+from atmostonce.executor.members import CALL_TOOL, SINGLE_ATTEMPT
 from atmostonce.executor.state import Call, ExecutorState, Registered, Session
 from atmostonce.spec.policy import (
-    DurableStep,
     EffectClass,
     EffectivePolicy,
     choose_deadline,
@@ -33,23 +31,15 @@ from atmostonce.spec.protocol import (
 )
 from atmostonce.spec.session import Message, MessageRole
 
-# Enum members tested on every step, as module names (see `members`).
-_CALL_TOOL = DurableStep.CALL_TOOL
-_SINGLE_ATTEMPT = DurableStep.CALL_SINGLE_ATTEMPT_TOOL
-
-# TC-EFF-*: the Step that runs each effect class (spec.policy.step_for), by the class's value:
-# a string's hash is cached, an enum member's is computed in Python.
-_STEP_OF: Mapping[str, DurableStep] = {e._value_: step_for(e) for e in EffectClass}
-
 
 class PolicyRules:
     """Policies and sessions (TC-POL-1, TC-SNAP-1, TC-SNAP-2, TC-RCN-TELL)."""
 
     config: ExecutorConfig
     state: ExecutorState
-    _resolved: dict[str, dict[tuple[str | None, bool], EffectivePolicy]]
-    """Resolved policies by tool, then by the value of the session default and whether hints
-    may lower it; forgotten whenever a policy changes."""
+    _resolved: dict[str, dict[tuple[EffectClass | None, bool], EffectivePolicy]]
+    """Resolved policies by tool, then by the session default and whether hints may lower
+    it; forgotten whenever a policy changes."""
 
     # -- policies and sessions --------------------------------------------------------------------
 
@@ -87,7 +77,7 @@ class PolicyRules:
         if of_tool is None:
             of_tool = self._resolved[tool] = {}
         lowers = session.hints_may_lower
-        slot = (default._value_ if default is not None else None, lowers)
+        slot = (default, lowers)
         policy = of_tool.get(slot)
         if policy is None:
             registered = self.state.policies.get(tool)
@@ -118,11 +108,11 @@ class PolicyRules:
 
     def single(self, call: Call) -> bool:
         """Whether the call runs in CallSingleAttemptTool (TC-EFF-NONIDEM, TC-EFF-UNCL)."""
-        return _STEP_OF[self.policy_of(call).effect._value_] is _SINGLE_ATTEMPT
+        return step_for(self.policy_of(call).effect) is SINGLE_ATTEMPT
 
     def max_attempts(self, policy: EffectivePolicy) -> int:
         """CallTool makes up to `max_attempts` attempts, CallSingleAttemptTool one (TC-POL-2)."""
-        return self.config.max_attempts if _STEP_OF[policy.effect._value_] is _CALL_TOOL \
+        return self.config.max_attempts if step_for(policy.effect) is CALL_TOOL \
             else 1
 
     # -- the session's history --------------------------------------------------------------------

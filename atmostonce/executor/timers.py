@@ -15,11 +15,6 @@ def timer_id(kind: TimerKind, subject: str) -> str:
     return _PREFIX[kind] + subject
 
 
-def prefix(kind: TimerKind) -> str:
-    """The part of a timer id before its subject; `prefix(kind) + subject` is the id."""
-    return _PREFIX[kind]
-
-
 def parse_timer(timer: str) -> tuple[TimerKind, str] | None:
     """The kind and subject of a timer id, or None for an id this executor never made."""
     name, sep, subject = timer.partition(":")
@@ -28,9 +23,3 @@ def parse_timer(timer: str) -> tuple[TimerKind, str] | None:
         return None
     return kind, subject
 
-
-# The id prefixes the rules build timer ids from on every step, as module names.
-APPROVAL_ID = prefix(TimerKind.APPROVAL_DEADLINE)
-QUEUE_ID = prefix(TimerKind.QUEUE_TIMEOUT)
-RUN_ID = prefix(TimerKind.RUN_TIMEOUT)
-BACKOFF_ID = prefix(TimerKind.RETRY_BACKOFF)
