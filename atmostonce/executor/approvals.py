@@ -8,9 +8,8 @@ from __future__ import annotations
 from atmostonce.executor import journal
 from atmostonce.executor.attempts import AttemptRules
 from atmostonce.executor.keys import call_key
-from atmostonce.executor.members import ACCEPTED, APPROVAL, APPROVE, REJECT, WAITING
+from atmostonce.executor.members import ACCEPTED, APPROVAL, APPROVAL_ID, APPROVE, REJECT, WAITING
 from atmostonce.executor.state import Call
-from atmostonce.executor.timers import timer_id
 from atmostonce.spec.approval import (
     REPLY_TEXT,
     ApprovalEvent,
@@ -51,7 +50,7 @@ class ApprovalRules(AttemptRules):
                                              event.tool_call_id, event.tool, event.arguments,
                                              policy, deadline)))
         if call.approval is WAITING:
-            out.append(StartTimer(timer_id(APPROVAL, key), self.deadline_of(call), APPROVAL, key,
+            out.append(StartTimer(APPROVAL_ID + key, self.deadline_of(call), APPROVAL, key,
                                   key))
         else:
             self.queue_attempt(call, event.at, out)
@@ -75,7 +74,7 @@ class ApprovalRules(AttemptRules):
         if accepted:
             call.approval = new
             out.append(Persist(journal.approval_entry(event.at, call.key, new)))
-            out.append(StopTimer(timer_id(APPROVAL, call.key)))
+            out.append(StopTimer(APPROVAL_ID + call.key))
             if may_attempt(new):
                 self.queue_attempt(call, event.at, out)
             else:

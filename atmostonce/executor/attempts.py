@@ -6,14 +6,23 @@ cancelled or ended, what follows its end by the call's kept policy, and the call
 from __future__ import annotations
 
 from atmostonce.executor import journal
-from atmostonce.executor.members import BACKOFF, CANCELLED, NOT_REACHED, QUEUE, QUEUED, RUN
+from atmostonce.executor.members import (
+    BACKOFF,
+    BACKOFF_ID,
+    CANCELLED,
+    NOT_REACHED,
+    QUEUE,
+    QUEUE_ID,
+    QUEUED,
+    RUN,
+    RUN_ID,
+    STATUS_OF_RECORD,
+)
 from atmostonce.executor.policies import PolicyRules
 from atmostonce.executor.recovery import after_end
 from atmostonce.executor.state import Attempt, Call, Worker
-from atmostonce.executor.timers import timer_id
-from atmostonce.executor.views import STATUS_OF_RECORD, tool_message
+from atmostonce.executor.views import tool_message
 from atmostonce.spec.fence import fence_blocks
-from atmostonce.spec.policy import EffectClass
 from atmostonce.spec.protocol import (
     Cancel,
     Command,
@@ -30,7 +39,7 @@ from atmostonce.spec.session import ToolCallFinished
 class AttemptRules(PolicyRules):
     """Attempts and records (TC-AMO-1, TC-AMO-3, TC-REC-1, D-5, D-6)."""
 
-    _decisions: dict[tuple[EffectClass, AttemptEnd, int, int, bool], Decision]
+    _decisions: dict[tuple[str, str, int, int, bool], Decision]
     """`decide`'s answers by the values of its arguments: it is pure, and asked once per
     attempt."""
 
@@ -38,7 +47,7 @@ class AttemptRules(PolicyRules):
         """Queue the call's next attempt; it never reached a worker until it is handed out."""
         attempt = self.state.new_attempt(call, at)
         out.append(Persist(journal.queued_entry(at, attempt)))
-        out.append(StartTimer(timer_id(QUEUE, attempt.id), self.config.queue_timeout, QUEUE,
+        out.append(StartTimer(QUEUE_ID + attempt.id, self.config.queue_timeout, QUEUE,
                               attempt.id, call.key))
 
     def next_attempt(self) -> Attempt | None:
@@ -76,7 +85,7 @@ class AttemptRules(PolicyRules):
         (TC-REC-LOST), and starts again at `Started`."""
         self.state.hand(attempt, worker.name, at)
         call = attempt.call
-        out.append(StopTimer(timer_id(QUEUE, attempt.id)))
+        out.append(StopTimer(QUEUE_ID + attempt.id))
         persist = Persist(journal.handed_entry(at, attempt, worker.name))
         go = GoAhead(worker.name, attempt.id, self.key_for(attempt), call.tool, call.arguments,
                      self.config.lease)
@@ -86,7 +95,7 @@ class AttemptRules(PolicyRules):
     def run_timer(self, attempt: Attempt) -> StartTimer:
         timer = attempt.run_timer
         if timer is None:
-            timer = StartTimer(timer_id(RUN, attempt.id), self.config.run_timeout, RUN, attempt.id,
+            timer = StartTimer(RUN_ID + attempt.id, self.config.run_timeout, RUN, attempt.id,
                                attempt.call.key)
             attempt.run_timer = timer
         return timer
@@ -126,7 +135,7 @@ class AttemptRules(PolicyRules):
         TC-REC-EXHAUST-OTHER, D-3, D-4, D-9, D-10)."""
         policy = self.policy_of(call)
         limit = self.max_attempts(policy)
-        slot = (policy.effect, end, call.attempts_made, limit, call.reached)
+        slot = (policy.effect._value_, end._value_, call.attempts_made, limit, call.reached)
         found = self._decisions.get(slot)
         if found is None:
             found = decide(policy.effect, end, call.attempts_made, limit, call.reached)
@@ -140,14 +149,14 @@ class AttemptRules(PolicyRules):
         was_out = attempt.phase is not QUEUED
         self.state.end(attempt, end, at)
         if was_out and end is not CANCELLED:
-            out.append(StopTimer(timer_id(RUN, attempt.id)))
+            out.append(StopTimer(RUN_ID + attempt.id))
         if may_go_on:
             self.state.abandon(attempt)
         call = attempt.call
         out.append(Persist(journal.ended_entry(at, attempt, end, may_go_on, output)))
         outcome = after_end(call, end, self.decision(call, end), output)
         if outcome is None:
-            out.append(StartTimer(timer_id(BACKOFF, call.key), self.config.retry_backoff,
+            out.append(StartTimer(BACKOFF_ID + call.key, self.config.retry_backoff,
                                   BACKOFF, call.key, call.key))
         else:
             self.finalize(call, outcome, output, at, out)
@@ -162,6 +171,6 @@ class AttemptRules(PolicyRules):
         out.append(Persist(journal.record_entry(at, call.key, outcome, output)))
         out.append(Publish(ToolCallFinished(call.session.session_id, call.turn_id,
                                             call.tool_call_id,
-                                            STATUS_OF_RECORD[outcome.record],
+                                            STATUS_OF_RECORD[outcome.record._value_],
                                             outcome.error)))
         call.session.messages.append(tool_message(call, outcome, output))

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from atmostonce.executor.approvals import ApprovalRules
+from atmostonce.executor.members import APPROVAL, BACKOFF, HEARTBEAT, QUEUE, RUN
 from atmostonce.executor.restart import RestartRules
 from atmostonce.executor.state import ExecutorState
 from atmostonce.executor.timers import parse_timer
@@ -84,11 +85,11 @@ class ReferenceExecutor(RestartRules, ApprovalRules):
             TimerFired: self.on_timer,
         }
         self._timers: dict[TimerKind, Callable[[str, float], list[Command]]] = {
-            TimerKind.APPROVAL_DEADLINE: self.on_approval_deadline,
-            TimerKind.QUEUE_TIMEOUT: self.on_queue_timeout,
-            TimerKind.RUN_TIMEOUT: self.on_run_timeout,
-            TimerKind.HEARTBEAT_TIMEOUT: self.on_heartbeat_timeout,
-            TimerKind.RETRY_BACKOFF: self.on_retry_backoff,
+            APPROVAL: self.on_approval_deadline,
+            QUEUE: self.on_queue_timeout,
+            RUN: self.on_run_timeout,
+            HEARTBEAT: self.on_heartbeat_timeout,
+            BACKOFF: self.on_retry_backoff,
         }
 
     # -- the protocol -----------------------------------------------------------------------------

@@ -36,7 +36,9 @@ class EntryType(enum.Enum):
     WORKER_LOST = "worker_lost"
 
 
+
 # -- writing ----------------------------------------------------------------------------------
+# An enum member's JSON name is its `_value_`, read directly: entries are written on every step.
 
 
 def policy_entry(at: float, tool: str, policy: ToolPolicy | None,
@@ -47,7 +49,7 @@ def policy_entry(at: float, tool: str, policy: ToolPolicy | None,
                       "destructive": hints.destructive}
     entry: Entry = {
         "type": "policy", "at": at, "tool": tool,
-        "effect": policy.effect.value if policy is not None else None,
+        "effect": policy.effect._value_ if policy is not None else None,
         "requires_approval": policy.requires_approval if policy is not None else None,
         "hints": hints_json,
     }
@@ -61,7 +63,7 @@ def session_entry(at: float, session_id: str, default_effect: EffectClass | None
     """A session opened; `hints_may_lower` (D-22) is written only when false, so journals of
     sessions that keep the default read as before."""
     entry: Entry = {"type": "session", "at": at, "session_id": session_id,
-                    "default_effect": default_effect.value if default_effect is not None
+                    "default_effect": default_effect._value_ if default_effect is not None
                     else None}
     if not hints_may_lower:
         entry["hints_may_lower"] = False
@@ -75,13 +77,13 @@ def ask_entry(at: float, key: str, session_id: str, turn_id: str, tool_call_id: 
     return {
         "type": "ask", "at": at, "key": key, "session_id": session_id, "turn_id": turn_id,
         "tool_call_id": tool_call_id, "tool": tool, "arguments": arguments,
-        "effect": policy.effect.value, "requires_approval": policy.requires_approval,
-        "source": policy.source.value, "approval_deadline": approval_deadline,
+        "effect": policy.effect._value_, "requires_approval": policy.requires_approval,
+        "source": policy.source._value_, "approval_deadline": approval_deadline,
     }
 
 
 def approval_entry(at: float, key: str, state: ApprovalState) -> Entry:
-    return {"type": "approval", "at": at, "key": key, "state": state.value}
+    return {"type": "approval", "at": at, "key": key, "state": state._value_}
 
 
 def queued_entry(at: float, attempt: Attempt) -> Entry:
@@ -99,14 +101,14 @@ def ended_entry(at: float, attempt: Attempt, end: AttemptEnd, may_still_run: boo
                 output: str) -> Entry:
     """The attempt ended; `may_still_run` says its run may go on at its worker (TC-AMO-3)."""
     return {"type": "ended", "at": at, "key": attempt.call.key, "attempt": attempt.id,
-            "number": attempt.number, "end": end.value, "may_still_run": may_still_run,
+            "number": attempt.number, "end": end._value_, "may_still_run": may_still_run,
             "output": output}
 
 
 def record_entry(at: float, key: str, outcome: Outcome, output: str) -> Entry:
-    return {"type": "record", "at": at, "key": key, "record": outcome.record.value,
+    return {"type": "record", "at": at, "key": key, "record": outcome.record._value_,
             "error": outcome.error,
-            "failure": outcome.failure.value if outcome.failure is not None else None,
+            "failure": outcome.failure._value_ if outcome.failure is not None else None,
             "output": output}
 
 

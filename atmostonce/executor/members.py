@@ -1,29 +1,34 @@
-"""Enum members the executor's busiest rules test or pass on every event, as module names.
+"""The executor's speed devices, in one place: enum members as module names, the timer-id
+prefixes, and tables keyed by a member's value. The rules run for every event of every
+simulated call, and in CPython 3.11 reading a member from its class (`Phase.QUEUED`) and
+hashing a member (a dict keyed by members) each run Python code, about 0.12 µs a time, where a
+module name or a string's cached hash costs about 0.01 µs. The rules also read `._value_`
+(not the `.value` property) where they write a member into a journal entry or a memo's key.
 
-Reading a member from its class (`Phase.QUEUED`) runs a Python-level lookup in CPython 3.11,
-about 0.12 µs against 0.01 µs for a module name. The rules that run for every attempt
-(`attempts`, `workers`, `approvals`, `policies`, `views`) take their members from here; the
-others spell them out. Spelling them out in those five modules too adds 1.4% to the
-instructions per simulated call of the benchmark's measured run (`PYTHONHASHSEED=0 valgrind
---tool=cachegrind --cache-sim=no python benchmarks/simulate.py --seeds 11 --repeat 2`, less
-the same with `--repeat 1`, on both trees); CPU-time A/B runs of `benchmarks/simulate.py` on a
-shared two-core machine could not resolve a difference that small. The executor's other
-tricks (`_value_` reads, tables keyed by a member's value, precomputed timer-id prefixes)
-measured 0.6-1.1% each by the same count and were dropped.
+Each pays, as instructions per simulated call of the simulator benchmark's measured run under
+cachegrind (`PYTHONHASHSEED=0 valgrind --tool=cachegrind --cache-sim=no python
+benchmarks/simulate.py --seeds 11 --repeat 2`, less the same with `--repeat 1`, the plain form
+against this one): the module names 1.4%, the `._value_` reads 1.1%, the value-keyed tables
+0.7%, the timer-id prefixes 0.6%; together they keep the simulator within 3% of its speed
+before the one host (`atmostonce.check.host`) took over carrying out the commands.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from atmostonce.executor.state import Phase
+from atmostonce.executor.timers import prefix
 from atmostonce.spec.approval import ApprovalEvent, ApprovalReply, ApprovalState
-from atmostonce.spec.policy import DurableStep
+from atmostonce.spec.policy import DurableStep, EffectClass, step_for
 from atmostonce.spec.protocol import TimerKind
-from atmostonce.spec.records import AttemptEnd
+from atmostonce.spec.records import AttemptEnd, Record
 from atmostonce.spec.session import MessageRole, ToolCallStatus
 
 QUEUED = Phase.QUEUED
 HANDED = Phase.HANDED
 STARTED = Phase.STARTED
+ENDED = Phase.ENDED
 
 RETURNED = AttemptEnd.RETURNED
 TOOL_FAILED = AttemptEnd.TOOL_FAILED
@@ -48,3 +53,17 @@ SINGLE_ATTEMPT = DurableStep.CALL_SINGLE_ATTEMPT_TOOL
 TOOL = MessageRole.TOOL
 AWAITING_APPROVAL = ToolCallStatus.AWAITING_APPROVAL
 RUNNING = ToolCallStatus.RUNNING
+
+APPROVAL_ID = prefix(APPROVAL)
+QUEUE_ID = prefix(QUEUE)
+RUN_ID = prefix(RUN)
+BACKOFF_ID = prefix(BACKOFF)
+"""The timer-id prefixes: `prefix(kind) + subject` is the timer's id."""
+
+STEP_OF: Mapping[str, DurableStep] = {e._value_: step_for(e) for e in EffectClass}
+"""TC-EFF-*: the durable step that runs each effect class (`spec.policy.step_for`), by the
+class's value."""
+
+STATUS_OF_RECORD: Mapping[str, ToolCallStatus] = {r._value_: ToolCallStatus.of_record(r)
+                                                  for r in Record}
+"""TC-RCN-FIND: the status a record shows, by the record's value."""

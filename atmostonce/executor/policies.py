@@ -11,14 +11,13 @@ and `core.ReferenceExecutor` is made of them all.
 from __future__ import annotations
 
 from atmostonce.executor import journal
-from atmostonce.executor.members import CALL_TOOL, SINGLE_ATTEMPT
+from atmostonce.executor.members import CALL_TOOL, SINGLE_ATTEMPT, STEP_OF
 from atmostonce.executor.state import Call, ExecutorState, Registered, Session
 from atmostonce.spec.policy import (
     EffectClass,
     EffectivePolicy,
     choose_deadline,
     resolve_policy,
-    step_for,
 )
 from atmostonce.spec.protocol import (
     Command,
@@ -37,9 +36,9 @@ class PolicyRules:
 
     config: ExecutorConfig
     state: ExecutorState
-    _resolved: dict[str, dict[tuple[EffectClass | None, bool], EffectivePolicy]]
-    """Resolved policies by tool, then by the session default and whether hints may lower
-    it; forgotten whenever a policy changes."""
+    _resolved: dict[str, dict[tuple[str | None, bool], EffectivePolicy]]
+    """Resolved policies by tool, then by the value of the session default and whether hints
+    may lower it; forgotten whenever a policy changes."""
 
     # -- policies and sessions --------------------------------------------------------------------
 
@@ -77,7 +76,7 @@ class PolicyRules:
         if of_tool is None:
             of_tool = self._resolved[tool] = {}
         lowers = session.hints_may_lower
-        slot = (default, lowers)
+        slot = (default._value_ if default is not None else None, lowers)
         policy = of_tool.get(slot)
         if policy is None:
             registered = self.state.policies.get(tool)
@@ -108,11 +107,11 @@ class PolicyRules:
 
     def single(self, call: Call) -> bool:
         """Whether the call runs in CallSingleAttemptTool (TC-EFF-NONIDEM, TC-EFF-UNCL)."""
-        return step_for(self.policy_of(call).effect) is SINGLE_ATTEMPT
+        return STEP_OF[self.policy_of(call).effect._value_] is SINGLE_ATTEMPT
 
     def max_attempts(self, policy: EffectivePolicy) -> int:
         """CallTool makes up to `max_attempts` attempts, CallSingleAttemptTool one (TC-POL-2)."""
-        return self.config.max_attempts if step_for(policy.effect) is CALL_TOOL \
+        return self.config.max_attempts if STEP_OF[policy.effect._value_] is CALL_TOOL \
             else 1
 
     # -- the session's history --------------------------------------------------------------------

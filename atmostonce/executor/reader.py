@@ -214,13 +214,13 @@ def _ask(r: _Reader) -> Asked:
                  r.text("arguments"), policy, r.optional_deadline())
 
 
-_KEPT: dict[tuple[EffectClass, bool, PolicySource], EffectivePolicy] = {}
+_KEPT: dict[tuple[str, bool, str], EffectivePolicy] = {}
 
 
 def _policy_kept(effect: EffectClass, requires_approval: bool,
                  source: PolicySource) -> EffectivePolicy:
     """The effective policy an ask entry records; equal ones are one value, shared."""
-    slot = (effect, requires_approval, source)
+    slot = (effect._value_, requires_approval, source._value_)
     found = _KEPT.get(slot)
     if found is None:
         found = _KEPT[slot] = EffectivePolicy(effect, requires_approval, source)

@@ -6,13 +6,25 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from atmostonce.executor.members import (
+    APPROVAL,
+    APPROVAL_ID,
+    BACKOFF,
+    BACKOFF_ID,
+    ENDED,
+    HEARTBEAT,
+    QUEUE,
+    QUEUE_ID,
+    QUEUED,
+    WAITING,
+)
 from atmostonce.executor.recovery import replay
-from atmostonce.executor.state import Attempt, Call, Phase
+from atmostonce.executor.state import Attempt, Call
 from atmostonce.executor.timers import timer_id
 from atmostonce.executor.workers import WorkerRules
 from atmostonce.spec.approval import ApprovalState
 from atmostonce.spec.errors import SpecError
-from atmostonce.spec.protocol import JSON, Command, StartTimer, TimerKind
+from atmostonce.spec.protocol import JSON, Command, StartTimer
 from atmostonce.spec.records import RejectReason, rejected
 
 
@@ -31,19 +43,17 @@ class RestartRules(WorkerRules):
         for call in list(self.state.calls.values()):
             self.resume(call, at, out)
         for worker in list(self.state.abandoned_at):
-            kind = TimerKind.HEARTBEAT_TIMEOUT
-            out.append(StartTimer(timer_id(kind, worker), self.config.heartbeat_timeout, kind,
-                                  worker))
+            out.append(StartTimer(timer_id(HEARTBEAT, worker), self.config.heartbeat_timeout,
+                                  HEARTBEAT, worker))
         return out
 
     def resume(self, call: Call, at: float, out: list[Command]) -> None:
         """Pick the call up after a restart where its journal left it (D-8)."""
         attempt = call.current
-        if attempt is not None and attempt.phase is not Phase.ENDED:
-            if attempt.phase is Phase.QUEUED:
-                kind = TimerKind.QUEUE_TIMEOUT
-                out.append(StartTimer(timer_id(kind, attempt.id), self.config.queue_timeout,
-                                      kind, attempt.id, call.key))
+        if attempt is not None and attempt.phase is not ENDED:
+            if attempt.phase is QUEUED:
+                out.append(StartTimer(QUEUE_ID + attempt.id, self.config.queue_timeout,
+                                      QUEUE, attempt.id, call.key))
             else:
                 self.recover_handed(attempt, at, out)
             return
@@ -55,14 +65,13 @@ class RestartRules(WorkerRules):
             self.finalize(call, rejected(RejectReason.PERSON), "", at, out)
         elif call.approval is ApprovalState.EXPIRED:
             self.finalize(call, rejected(RejectReason.DEADLINE), "", at, out)
-        elif call.approval is ApprovalState.WAITING:
+        elif call.approval is WAITING:
             left = max(0.0, call.asked_at + self.deadline_of(call) - at)
-            kind = TimerKind.APPROVAL_DEADLINE
-            out.append(StartTimer(timer_id(kind, call.key), left, kind, call.key, call.key))
+            out.append(StartTimer(APPROVAL_ID + call.key, left, APPROVAL, call.key,
+                                  call.key))
         elif call.backoff:
-            kind = TimerKind.RETRY_BACKOFF
-            out.append(StartTimer(timer_id(kind, call.key), self.config.retry_backoff, kind,
-                                  call.key, call.key))
+            out.append(StartTimer(BACKOFF_ID + call.key, self.config.retry_backoff,
+                                  BACKOFF, call.key, call.key))
         elif call.attempts_made == 0:
             self.queue_attempt(call, at, out)
 

@@ -15,6 +15,11 @@ def timer_id(kind: TimerKind, subject: str) -> str:
     return _PREFIX[kind] + subject
 
 
+def prefix(kind: TimerKind) -> str:
+    """The part of a timer id before its subject; `prefix(kind) + subject` is the id."""
+    return _PREFIX[kind]
+
+
 def parse_timer(timer: str) -> tuple[TimerKind, str] | None:
     """The kind and subject of a timer id, or None for an id this executor never made."""
     name, sep, subject = timer.partition(":")

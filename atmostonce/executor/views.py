@@ -4,11 +4,9 @@ each kept and its attempt history, and the tool result message a record adds to 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
-from atmostonce.executor.members import AWAITING_APPROVAL, RUNNING, TOOL, WAITING
+from atmostonce.executor.members import AWAITING_APPROVAL, RUNNING, STATUS_OF_RECORD, TOOL, WAITING
 from atmostonce.executor.state import Attempt, Call, ExecutorState
-from atmostonce.spec.records import Outcome, Record
+from atmostonce.spec.records import Outcome
 from atmostonce.spec.session import (
     AgentSnapshot,
     AttemptView,
@@ -26,15 +24,10 @@ def tool_message(call: Call, outcome: Outcome, output: str) -> Message:
                    tool_output=tool_result_text(outcome, output), tool_arguments=call.arguments)
 
 
-# TC-RCN-FIND: the status a record shows.
-STATUS_OF_RECORD: Mapping[Record, ToolCallStatus] = {r: ToolCallStatus.of_record(r)
-                                                     for r in Record}
-
-
 def status_of(call: Call) -> ToolCallStatus:
     """Awaiting approval, running (queued, out at a worker or between attempts), or the record."""
     if call.outcome is not None:
-        return STATUS_OF_RECORD[call.outcome.record]
+        return STATUS_OF_RECORD[call.outcome.record._value_]
     if call.approval is WAITING:
         return AWAITING_APPROVAL
     return RUNNING

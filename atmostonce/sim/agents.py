@@ -17,8 +17,9 @@ from atmostonce.check.history import entries as h
 from atmostonce.check.history.policies import PolicyBook
 from atmostonce.sim.ledger import Ledger
 from atmostonce.sim.loop import Handler, Loop
+from atmostonce.sim.members import FLIP, MISS, OUTCOME_UNKNOWN, REJECT, TWICE
 from atmostonce.sim.server import SimServer
-from atmostonce.sim.workload import CallPlan, Person, RunPlan, SessionPlan, Workload
+from atmostonce.sim.workload import CallPlan, RunPlan, SessionPlan, Workload
 from atmostonce.spec import protocol as p
 from atmostonce.spec.reconcile import pending_reports, report_text
 from atmostonce.spec.session import AgentSnapshot, ToolCallStatus
@@ -168,7 +169,7 @@ class SimulatedAgents:
         call.status = status
         run = call.session
         run.pending.discard(key)
-        if status is ToolCallStatus.OUTCOME_UNKNOWN:
+        if status is OUTCOME_UNKNOWN:
             self._reconcile_soon(run.plan.session_id)
         if status in _ASK_AGAIN and call.plan.reask and call.depth < 2:
             run.again.append(CallRun("", run, self._spare(call.tool), call.depth + 1))
@@ -244,12 +245,12 @@ class SimulatedAgents:
         plan = call.plan
         person = plan.person
         first = self.loop.now + plan.answer_after
-        if person is Person.MISS:
+        if person is MISS:
             return
-        at(first, self._answer, call.key, person is not Person.REJECT)
-        if person is Person.TWICE:
+        at(first, self._answer, call.key, person is not REJECT)
+        if person is TWICE:
             at(first + plan.second_after, self._answer, call.key, True)
-        elif person is Person.FLIP:
+        elif person is FLIP:
             at(first + plan.second_after, self._answer, call.key, False)
 
     def _answer(self, key: str, approve: bool) -> None:

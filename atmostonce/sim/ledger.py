@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from atmostonce.check.history.services import Service
+from atmostonce.sim.members import KEYED, NO_SERVICE, PLAIN
 
 
 class Ledger:
@@ -29,11 +30,11 @@ class Ledger:
         return self.runs
 
     def writes(self, tool: str) -> bool:
-        return self.services.get(tool, Service.PLAIN) is not Service.NONE
+        return self.services.get(tool, PLAIN) is not NO_SERVICE
 
     def write(self, tool: str, key: str) -> bool:
         """A run of `tool` writes with `key`; whether the service applied it."""
-        if self.services.get(tool, Service.PLAIN) is Service.KEYED:
+        if self.services.get(tool, PLAIN) is KEYED:
             mark = (tool, key)
             if mark in self.keys:
                 self.dropped += 1

@@ -16,6 +16,7 @@ from atmostonce.check.history import entries as h
 from atmostonce.sim.faults import Fault, FaultKind
 from atmostonce.sim.ledger import Ledger
 from atmostonce.sim.loop import Loop
+from atmostonce.sim.members import RUN_RETURNED, RUN_TOOL_FAILED
 from atmostonce.sim.network import Conn, Network
 from atmostonce.sim.workload import RunPlan
 from atmostonce.spec import protocol as p
@@ -174,7 +175,7 @@ class Worker:
         ok = run.plan.ok
         loop = self.loop
         output = f"result of {run.tool}" if ok else f"{run.tool} failed"
-        loop.record(h.RunEnded(loop.now, run.id, h.RunEnd.RETURNED if ok else h.RunEnd.TOOL_FAILED,
+        loop.record(h.RunEnded(loop.now, run.id, RUN_RETURNED if ok else RUN_TOOL_FAILED,
                                output if ok else None))
         conn = run.conn
         self.network.up(conn, p.Finished, (conn.id, run.attempt, ok, output))

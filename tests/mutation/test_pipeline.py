@@ -37,8 +37,8 @@ def one(name: str, operator: str, occurrence: int) -> Mutant:
     return found
 
 
-BREAKS = ("timers.py", "core/ReplaceBinaryOperator_Add_Sub", 0)
-"""`_PREFIX[kind] + subject` made a subtraction of strings: every timer id raises."""
+BREAKS = ("attempts.py", "core/ReplaceBinaryOperator_Add_Sub", 1)
+"""`QUEUE_ID + attempt.id` made a subtraction of strings: every poll raises."""
 CHANGES_NOTHING = ("attempts.py", "core/ReplaceComparisonOperator_IsNot_NotEq", 1)
 """`attempt.phase is not QUEUED` made `!=`: a plain enum's equality is identity."""
 
@@ -52,8 +52,8 @@ def test_a_mutant_that_breaks_the_executor_is_killed_by_the_cheapest_stage_and_o
     assert outcomes[broken.id].killed_by == "simulation-20"
     assert "TypeError" in outcomes[broken.id].detail
     assert outcomes[same.id].killed_by is None
-    assert (ROOT / "atmostonce" / "executor" / "timers.py").read_text().count(
-        "_PREFIX[kind] + subject") >= 1, "the checkout itself is never mutated"
+    assert (ROOT / "atmostonce" / "executor" / "attempts.py").read_text().count(
+        "QUEUE_ID + attempt.id") >= 1, "the checkout itself is never mutated"
     tried: list[str] = []
     again = run([broken, same], ROOT, EXECUTOR, CHEAP, 2, 120 * patience(), state,
                 lambda o: tried.append(o.mutant.id))
