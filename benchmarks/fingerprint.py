@@ -3,7 +3,8 @@ counts over several bounds, the conformance layer's schedule and step counts, an
 over every entry of every history of a seeded simulation campaign.
 
 Run it before and after a change and compare the two JSON files; any difference is a change
-of behaviour. The explorer and conformance figures come from the `atmostonce` command (the
+of behaviour (the checkout's own path, which an executor's error may quote, reads
+`<checkout>`). The explorer and conformance figures come from the `atmostonce` command (the
 paths a user types), the simulation digest from the simulator's own entries.
 
     python benchmarks/fingerprint.py [--seeds N] [--out FILE]
@@ -139,7 +140,7 @@ def main() -> None:
         result["explorer"] = explorer()
     if "conformance" not in skip:
         result["conformance"] = conformance()
-    text = json.dumps(result, indent=2, sort_keys=True)
+    text = json.dumps(result, indent=2, sort_keys=True).replace(str(ROOT), "<checkout>")
     if args.out:
         args.out.write_text(text + "\n")
     print(text)

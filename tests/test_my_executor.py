@@ -43,9 +43,9 @@ def small(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.slow
 @pytest.mark.clause("D-5", "D-6", "D-8")
+@pytest.mark.usefixtures("small")
 def test_the_skeleton_passes_verify_conformance_and_simulation(
-        small: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.chdir(ROOT)
     code = cli.main(["verify", "--executor", PATH, "--layers", "conformance,simulation"])
     out = capsys.readouterr().out
@@ -69,8 +69,9 @@ def test_a_one_line_break_of_the_skeleton_fails_verify_conformance(tmp_path: Pat
 
 
 @pytest.mark.clause("D-6")
+@pytest.mark.usefixtures("small")
 def test_a_skeleton_scheduler_that_ignores_the_fence_fails_both_layers(
-        small: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
     """Conformance catches it with the fence on (a worker gets work the model holds back),
     simulation as A-FENCE with a seed to replay."""

@@ -128,7 +128,7 @@ def register(subparsers: Any) -> None:
     reconcile.set_defaults(func=cmd_reconcile)
 
 
-def _interrupt(signum: int, frame: FrameType | None) -> None:
+def _interrupt(signum: int, _frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 

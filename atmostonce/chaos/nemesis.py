@@ -41,23 +41,6 @@ class NemesisKind(enum.Enum):
     PARTITION = "partition"
     RESTART = "restart"
 
-    @classmethod
-    def parse_list(cls, text: str) -> tuple[NemesisKind, ...]:
-        """`kill,pause,...` as kinds, in the order given; SpecError naming a bad one."""
-        kinds: list[NemesisKind] = []
-        for part in text.split(","):
-            name = part.strip()
-            if not name:
-                continue
-            try:
-                kind = cls(name)
-            except ValueError:
-                known = ", ".join(k.value for k in cls)
-                raise SpecError(f"unknown nemesis {name!r} (known: {known})") from None
-            if kind not in kinds:
-                kinds.append(kind)
-        return tuple(kinds)
-
 
 MEAN_GAP: dict[NemesisKind, float] = {
     NemesisKind.KILL: 3.0,

@@ -8,9 +8,8 @@ from __future__ import annotations
 from atmostonce.executor import journal
 from atmostonce.executor.attempts import AttemptRules
 from atmostonce.executor.keys import call_key
-from atmostonce.executor.members import ACCEPTED, APPROVAL, APPROVE, REJECT, WAITING
+from atmostonce.executor.members import ACCEPTED, APPROVAL, APPROVAL_ID, APPROVE, REJECT, WAITING
 from atmostonce.executor.state import Call
-from atmostonce.executor.timers import APPROVAL_ID
 from atmostonce.spec.approval import (
     REPLY_TEXT,
     ApprovalEvent,

@@ -6,12 +6,22 @@ cancelled or ended, what follows its end by the call's kept policy, and the call
 from __future__ import annotations
 
 from atmostonce.executor import journal
-from atmostonce.executor.members import BACKOFF, CANCELLED, NOT_REACHED, QUEUE, QUEUED, RUN
+from atmostonce.executor.members import (
+    BACKOFF,
+    BACKOFF_ID,
+    CANCELLED,
+    NOT_REACHED,
+    QUEUE,
+    QUEUE_ID,
+    QUEUED,
+    RUN,
+    RUN_ID,
+    STATUS_OF_RECORD,
+)
 from atmostonce.executor.policies import PolicyRules
 from atmostonce.executor.recovery import after_end
 from atmostonce.executor.state import Attempt, Call, Worker
-from atmostonce.executor.timers import BACKOFF_ID, QUEUE_ID, RUN_ID
-from atmostonce.executor.views import STATUS_OF_RECORD, tool_message
+from atmostonce.executor.views import tool_message
 from atmostonce.spec.fence import fence_blocks
 from atmostonce.spec.protocol import (
     Cancel,

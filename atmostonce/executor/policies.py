@@ -10,17 +10,14 @@ and `core.ReferenceExecutor` is made of them all.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from atmostonce.executor import journal
+from atmostonce.executor.members import CALL_TOOL, SINGLE_ATTEMPT, STEP_OF
 from atmostonce.executor.state import Call, ExecutorState, Registered, Session
 from atmostonce.spec.policy import (
-    DurableStep,
     EffectClass,
     EffectivePolicy,
     choose_deadline,
     resolve_policy,
-    step_for,
 )
 from atmostonce.spec.protocol import (
     Command,
@@ -32,14 +29,6 @@ from atmostonce.spec.protocol import (
     UserMessage,
 )
 from atmostonce.spec.session import Message, MessageRole
-
-# Enum members tested on every step, as module names (see `members`).
-_CALL_TOOL = DurableStep.CALL_TOOL
-_SINGLE_ATTEMPT = DurableStep.CALL_SINGLE_ATTEMPT_TOOL
-
-# TC-EFF-*: the Step that runs each effect class (spec.policy.step_for), by the class's value:
-# a string's hash is cached, an enum member's is computed in Python.
-_STEP_OF: Mapping[str, DurableStep] = {e._value_: step_for(e) for e in EffectClass}
 
 
 class PolicyRules:
@@ -118,11 +107,11 @@ class PolicyRules:
 
     def single(self, call: Call) -> bool:
         """Whether the call runs in CallSingleAttemptTool (TC-EFF-NONIDEM, TC-EFF-UNCL)."""
-        return _STEP_OF[self.policy_of(call).effect._value_] is _SINGLE_ATTEMPT
+        return STEP_OF[self.policy_of(call).effect._value_] is SINGLE_ATTEMPT
 
     def max_attempts(self, policy: EffectivePolicy) -> int:
         """CallTool makes up to `max_attempts` attempts, CallSingleAttemptTool one (TC-POL-2)."""
-        return self.config.max_attempts if _STEP_OF[policy.effect._value_] is _CALL_TOOL \
+        return self.config.max_attempts if STEP_OF[policy.effect._value_] is CALL_TOOL \
             else 1
 
     # -- the session's history --------------------------------------------------------------------

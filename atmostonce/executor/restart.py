@@ -8,16 +8,19 @@ from collections.abc import Sequence
 
 from atmostonce.executor.members import (
     APPROVAL,
+    APPROVAL_ID,
     BACKOFF,
+    BACKOFF_ID,
     ENDED,
     HEARTBEAT,
     QUEUE,
+    QUEUE_ID,
     QUEUED,
     WAITING,
 )
 from atmostonce.executor.recovery import replay
 from atmostonce.executor.state import Attempt, Call
-from atmostonce.executor.timers import APPROVAL_ID, BACKOFF_ID, QUEUE_ID, timer_id
+from atmostonce.executor.timers import timer_id
 from atmostonce.executor.workers import WorkerRules
 from atmostonce.spec.approval import ApprovalState
 from atmostonce.spec.errors import SpecError

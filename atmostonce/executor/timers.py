@@ -28,9 +28,3 @@ def parse_timer(timer: str) -> tuple[TimerKind, str] | None:
         return None
     return kind, subject
 
-
-# The id prefixes the rules build timer ids from on every step, as module names.
-APPROVAL_ID = prefix(TimerKind.APPROVAL_DEADLINE)
-QUEUE_ID = prefix(TimerKind.QUEUE_TIMEOUT)
-RUN_ID = prefix(TimerKind.RUN_TIMEOUT)
-BACKOFF_ID = prefix(TimerKind.RETRY_BACKOFF)

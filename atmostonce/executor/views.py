@@ -4,49 +4,33 @@ each kept and its attempt history, and the tool result message a record adds to 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
+from atmostonce.executor.members import AWAITING_APPROVAL, RUNNING, STATUS_OF_RECORD, TOOL, WAITING
 from atmostonce.executor.state import Attempt, Call, ExecutorState
-from atmostonce.spec.approval import ApprovalState
-from atmostonce.spec.records import Outcome, Record
+from atmostonce.spec.records import Outcome
 from atmostonce.spec.session import (
     AgentSnapshot,
     AttemptView,
     Message,
-    MessageRole,
     ToolCallStatus,
     ToolCallView,
     tool_result_text,
 )
 
-# Enum members read on every record and snapshot, as module names: reading a member from its
-# class takes a slow attribute lookup each time in CPython 3.11.
-_TOOL = MessageRole.TOOL
-_WAITING = ApprovalState.WAITING
-_AWAITING_APPROVAL = ToolCallStatus.AWAITING_APPROVAL
-_RUNNING = ToolCallStatus.RUNNING
-
 
 def tool_message(call: Call, outcome: Outcome, output: str) -> Message:
     """The tool result the model reads for a recorded call; every record reaches the model, an
     unknown outcome says so (TC-REC-2, TC-RCN-1, TC-RCN-FIND)."""
-    return Message(_TOOL, turn_id=call.turn_id, tool_call_id=call.tool_call_id,
+    return Message(TOOL, turn_id=call.turn_id, tool_call_id=call.tool_call_id,
                    tool_output=tool_result_text(outcome, output), tool_arguments=call.arguments)
-
-
-# TC-RCN-FIND: the status a record shows, by the record's value (a string's hash is cached; an
-# enum member's is computed in Python).
-STATUS_OF_RECORD: Mapping[str, ToolCallStatus] = {r._value_: ToolCallStatus.of_record(r)
-                                                  for r in Record}
 
 
 def status_of(call: Call) -> ToolCallStatus:
     """Awaiting approval, running (queued, out at a worker or between attempts), or the record."""
     if call.outcome is not None:
         return STATUS_OF_RECORD[call.outcome.record._value_]
-    if call.approval is _WAITING:
-        return _AWAITING_APPROVAL
-    return _RUNNING
+    if call.approval is WAITING:
+        return AWAITING_APPROVAL
+    return RUNNING
 
 
 def attempt_view(attempt: Attempt) -> AttemptView:

@@ -100,7 +100,7 @@ class _DiagramMachine(GraphMachine):
             show_state_attributes=False,
         )
 
-    def _init_graphviz_engine(self, graph_engine: str) -> type[Graph]:
+    def _init_graphviz_engine(self, _graph_engine: str) -> type[Graph]:
         return _Graph
 
 

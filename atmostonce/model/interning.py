@@ -91,7 +91,3 @@ class Interning:
     def calls_of(self, state: State) -> list[Call]:
         calls = self._calls
         return [calls[cid] for cid in state[NG + self.workers:]]
-
-    @property
-    def distinct_calls(self) -> int:
-        return len(self._calls)

@@ -3,8 +3,8 @@ of their states, the fields of a state and of a call, and the ghost bits.
 
 A state is one flat tuple of small integers: the globals (fault budgets, policy versions,
 the reconcile job), one number per worker, then one interned id per call. A call is itself
-a tuple of integers (see CALL_FIELDS), interned once, so a state hashes and canonicalises in
-a fraction of a microsecond.
+a tuple of integers (its fields are named below, by index), interned once, so a state hashes
+and canonicalises in a fraction of a microsecond.
 
 Ghost bits (hand count, runs started, results delivered, record writes, approval given, keys
 used, how the last attempt ended) are bookkeeping kept apart from the protocol's decisions;
@@ -83,16 +83,15 @@ NONIDEM_I = EFFECT_INDEX[EffectClass.NON_IDEMPOTENT_WRITE]
 # ---------------------------------------------------------------------------------------------
 # State layout.
 
+# A call's fields: T tool, POL policy, GPOL ask_policy, CS call, FK failure, NATT attempts,
+# RCH reached, AS attempt, AW attempt_worker, RUNS runs, EFF ledger, ABW abandoned_on,
+# REP reports, JOBP job_pending, RSK asked_again, G ghost.
 (T, POL, GPOL, CS, FK, NATT, RCH, AS, AW, RUNS, EFF, ABW, REP, JOBP, RSK, G) = range(16)
-CALL_FIELDS: Final = ("tool", "policy", "ask_policy", "call", "failure", "attempts",
-                      "reached", "attempt", "attempt_worker", "runs", "ledger",
-                      "abandoned_on", "reports", "job_pending", "asked_again", "ghost")
+# The globals: ASK asks_left, RSKB reasks_left, CR crashes_left, PT partitions_left,
+# RS restarts_left, TO timeouts_left, PC policy_changes_left, TV changed_tools,
+# TE effects_by_tool, JOB reconcile_running, JC reconcile_crashes_left, FT faults_left.
 (ASK, RSKB, CR, PT, RS, TO, PC, TV, TE, JOB, JC, FT) = range(12)
 NG: Final = 12
-GLOBAL_FIELDS: Final = ("asks_left", "reasks_left", "crashes_left", "partitions_left",
-                        "restarts_left", "timeouts_left", "policy_changes_left",
-                        "changed_tools", "effects_by_tool", "reconcile_running",
-                        "reconcile_crashes_left", "faults_left")
 
 # Ghost bits of G.
 G_ISREASK = 1

@@ -218,7 +218,7 @@ def cmd_ledger(args: argparse.Namespace) -> int:
                                                       _announce, args.token_file))
 
 
-def _interrupt(signum: int, frame: object) -> None:
+def _interrupt(signum: int, _frame: object) -> None:
     raise KeyboardInterrupt
 
 

@@ -241,7 +241,7 @@ class Cluster:
         self._server_port = 0
         self._counter = 0
         self._closed = False
-        self._finalizer = weakref.finalize(self, stop_all, self.started)
+        weakref.finalize(self, stop_all, self.started)
 
     # -- starting ---------------------------------------------------------------------------------
 

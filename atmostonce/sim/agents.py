@@ -17,8 +17,9 @@ from atmostonce.check.history import entries as h
 from atmostonce.check.history.policies import PolicyBook
 from atmostonce.sim.ledger import Ledger
 from atmostonce.sim.loop import Handler, Loop
+from atmostonce.sim.members import FLIP, MISS, OUTCOME_UNKNOWN, REJECT, TWICE
 from atmostonce.sim.server import SimServer
-from atmostonce.sim.workload import CallPlan, Person, RunPlan, SessionPlan, Workload
+from atmostonce.sim.workload import CallPlan, RunPlan, SessionPlan, Workload
 from atmostonce.spec import protocol as p
 from atmostonce.spec.reconcile import pending_reports, report_text
 from atmostonce.spec.session import AgentSnapshot, ToolCallStatus
@@ -29,10 +30,6 @@ WATCHDOG = 25.0
 """Seconds a turn waits for its records before the model reads the snapshot."""
 REPORT_SOURCE = "the service ledger"
 _ASK_AGAIN = (ToolCallStatus.FAILED, ToolCallStatus.OUTCOME_UNKNOWN)
-# Enum members read for every call, as module names: reading a member from its class takes a
-# slow attribute lookup each time in CPython 3.11.
-_OUTCOME_UNKNOWN = ToolCallStatus.OUTCOME_UNKNOWN
-_MISS, _REJECT, _TWICE, _FLIP = Person.MISS, Person.REJECT, Person.TWICE, Person.FLIP
 
 
 class CallRun:
@@ -99,7 +96,6 @@ class SimulatedAgents:
         self.reconcile_due: set[str] = set()
         self.unknown_sessions: dict[str, None] = {}
         self.reports = 0
-        self.reconcile_runs = 0
         self.reconcile_crashes = 0
         """Reconcile runs still to die after their first send (the fault schedule arms them;
         quiescence clears them)."""
@@ -173,7 +169,7 @@ class SimulatedAgents:
         call.status = status
         run = call.session
         run.pending.discard(key)
-        if status is _OUTCOME_UNKNOWN:
+        if status is OUTCOME_UNKNOWN:
             self._reconcile_soon(run.plan.session_id)
         if status in _ASK_AGAIN and call.plan.reask and call.depth < 2:
             run.again.append(CallRun("", run, self._spare(call.tool), call.depth + 1))
@@ -249,12 +245,12 @@ class SimulatedAgents:
         plan = call.plan
         person = plan.person
         first = self.loop.now + plan.answer_after
-        if person is _MISS:
+        if person is MISS:
             return
-        at(first, self._answer, call.key, person is not _REJECT)
-        if person is _TWICE:
+        at(first, self._answer, call.key, person is not REJECT)
+        if person is TWICE:
             at(first + plan.second_after, self._answer, call.key, True)
-        elif person is _FLIP:
+        elif person is FLIP:
             at(first + plan.second_after, self._answer, call.key, False)
 
     def _answer(self, key: str, approve: bool) -> None:
@@ -277,7 +273,6 @@ class SimulatedAgents:
         self.reconcile_due.discard(session_id)
         loop = self.loop
         server = self.server
-        self.reconcile_runs += 1
         snapshot = server.executor.snapshot(session_id)
         self.observe(session_id, snapshot)
         sent = 0

@@ -10,10 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from atmostonce.check.history.services import Service
-
-# Read on every run, as module names: reading a member from its class takes a slow attribute
-# lookup each time in CPython 3.11.
-_NONE, _KEYED, _PLAIN = Service.NONE, Service.KEYED, Service.PLAIN
+from atmostonce.sim.members import KEYED, NO_SERVICE, PLAIN
 
 
 class Ledger:
@@ -33,11 +30,11 @@ class Ledger:
         return self.runs
 
     def writes(self, tool: str) -> bool:
-        return self.services.get(tool, _PLAIN) is not _NONE
+        return self.services.get(tool, PLAIN) is not NO_SERVICE
 
     def write(self, tool: str, key: str) -> bool:
         """A run of `tool` writes with `key`; whether the service applied it."""
-        if self.services.get(tool, _PLAIN) is _KEYED:
+        if self.services.get(tool, PLAIN) is KEYED:
             mark = (tool, key)
             if mark in self.keys:
                 self.dropped += 1

@@ -21,8 +21,6 @@ NETWORK_DELAY = (0.0005, 0.01)
 """Seconds a message takes on the wire, drawn uniformly, before any slow-link fault."""
 _LOW = NETWORK_DELAY[0]
 _SPAN = NETWORK_DELAY[1] - NETWORK_DELAY[0]
-_STARTED = p.Started
-_FINISHED = p.Finished
 
 
 class Peer(Protocol):
@@ -118,9 +116,9 @@ class Network:
         conn.last_receipt = now
         _, cls, args = msg
         event = cls(now, *args)
-        if cls is _STARTED:
+        if cls is p.Started:
             loop.record(h.StartDelivered(now, conn.id, event.attempt))
-        elif cls is _FINISHED:
+        elif cls is p.Finished:
             loop.record(h.ResultDelivered(now, conn.id, event.attempt, event.ok))
         self.feed(event, True)
 

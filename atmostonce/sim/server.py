@@ -26,12 +26,10 @@ from atmostonce.check.history import entries as h
 from atmostonce.check.host import rules
 from atmostonce.check.host.host import Host
 from atmostonce.sim.loop import Loop
+from atmostonce.sim.members import APPROVAL_DEADLINE, HEARTBEAT_TIMEOUT, QUEUE_TIMEOUT
 from atmostonce.sim.network import Conn, Network
 from atmostonce.spec import protocol as p
 
-_QUEUE_TIMEOUT = p.TimerKind.QUEUE_TIMEOUT
-_APPROVAL_DEADLINE = p.TimerKind.APPROVAL_DEADLINE
-_HEARTBEAT_TIMEOUT = p.TimerKind.HEARTBEAT_TIMEOUT
 _JUDGED_BY_HISTORY = frozenset({rules.GO_AHEAD_PERSISTED, rules.CANCEL_ON_TIMEOUT})
 """The host's rules the simulated history shows the evidence of, for its checkers."""
 
@@ -182,11 +180,11 @@ class SimServer:
         name = cmd.timer
         rec = self.timers.get(name)
         kind = cmd.kind
-        if rec is not None and kind is _HEARTBEAT_TIMEOUT and deadline >= rec[1]:
+        if rec is not None and kind is HEARTBEAT_TIMEOUT and deadline >= rec[1]:
             rec[0] = deadline
             rec[2] = cmd
             return
-        if kind is _QUEUE_TIMEOUT or kind is _APPROVAL_DEADLINE:
+        if kind is QUEUE_TIMEOUT or kind is APPROVAL_DEADLINE:
             loop.record(h.TimerStarted(now, kind, cmd.subject, _key_of(cmd)))
         if rec is None:
             rec = [deadline, deadline, cmd]

@@ -69,8 +69,8 @@ def run_stats(summaries: Iterable[CallSummary], double_runs: Iterable[DoubleRun]
     calls = 0
     for s in summaries:
         calls += 1
-        effect = s.effect._value_
-        record = s.status._value_ if s.status is not None else "none"
+        effect = s.effect.value
+        record = s.status.value if s.status is not None else "none"
         counts[(effect, record)] = counts.get((effect, record), 0) + 1
         if s.attempts > 1:
             retries[effect] = retries.get(effect, 0) + s.attempts - 1

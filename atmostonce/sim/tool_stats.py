@@ -10,11 +10,10 @@ from dataclasses import dataclass, field
 
 from atmostonce.check.history.checkers import CallSummary
 from atmostonce.check.history.state import DoubleRun
+from atmostonce.sim.members import OUTCOME_UNKNOWN
 from atmostonce.sim.stats import RECORDS, percentiles, wilson
-from atmostonce.spec.session import ToolCallStatus
 
 NO_RECORD = "none"
-_OUTCOME_UNKNOWN = ToolCallStatus.OUTCOME_UNKNOWN
 OUTCOMES = (*RECORDS, NO_RECORD)
 
 
@@ -64,7 +63,7 @@ def add_run(totals: dict[str, ToolTotals], tools: Iterable[str],
         t.retries += max(0, s.attempts - 1)
         if s.recorded_at is not None:
             t.times.append(s.recorded_at - s.asked_at)
-            if s.status is _OUTCOME_UNKNOWN:
+            if s.status is OUTCOME_UNKNOWN:
                 t.unknown_times.append(s.recorded_at - s.asked_at)
         if (s.tool, s.key) in doubled:
             t.double_runs += 1

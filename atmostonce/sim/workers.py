@@ -16,19 +16,13 @@ from atmostonce.check.history import entries as h
 from atmostonce.sim.faults import Fault, FaultKind
 from atmostonce.sim.ledger import Ledger
 from atmostonce.sim.loop import Loop
+from atmostonce.sim.members import RUN_RETURNED, RUN_TOOL_FAILED
 from atmostonce.sim.network import Conn, Network
 from atmostonce.sim.workload import RunPlan
 from atmostonce.spec import protocol as p
 
 POLL_INTERVAL = (1.0, 3.0)
 HEARTBEAT_INTERVAL = 1.5
-_POLL = p.Poll
-_STARTED = p.Started
-_FINISHED = p.Finished
-_NO_WORK = p.NoWork
-_GO_AHEAD = p.GoAhead
-_RETURNED = h.RunEnd.RETURNED
-_TOOL_FAILED = h.RunEnd.TOOL_FAILED
 
 
 class Asked(Protocol):
@@ -120,17 +114,16 @@ class Worker:
         if self.paused_until > loop.now:
             loop.at(self.paused_until + 0.5 * loop.rnd(), self.poll, conn)
             return
-        self.network.up(conn, _POLL, (conn.id,))
+        self.network.up(conn, p.Poll, (conn.id,))
 
     def receive(self, conn: Conn, cmd: p.Command) -> None:
         """A command arrived on `conn`; Cancel is ignored, as cooperative cancellation allows."""
-        kind = type(cmd)
-        if kind is _NO_WORK:
+        if isinstance(cmd, p.NoWork):
             loop = self.loop
             low, high = POLL_INTERVAL
             loop.at(loop.now + low + (high - low) * loop.rnd(), self.poll, conn)
-        elif kind is _GO_AHEAD and conn is self.conn and self.run is None and self.alive:
-            self._start(conn, cmd)  # type: ignore[arg-type]
+        elif isinstance(cmd, p.GoAhead) and conn is self.conn and self.run is None and self.alive:
+            self._start(conn, cmd)
 
     # -- running a tool ---------------------------------------------------------------------------
 
@@ -150,7 +143,7 @@ class Worker:
         self.run = run
         loop.record(h.RunStarted(now, run_id, conn.id, attempt, key, tool,
                                  call.key if call is not None else key))
-        self.network.up(conn, _STARTED, (conn.id, attempt))
+        self.network.up(conn, p.Started, (conn.id, attempt))
         at = loop.at
         at(ends_at, self._end, run, 0)
         if ledger.writes(tool):
@@ -182,10 +175,10 @@ class Worker:
         ok = run.plan.ok
         loop = self.loop
         output = f"result of {run.tool}" if ok else f"{run.tool} failed"
-        loop.record(h.RunEnded(loop.now, run.id, _RETURNED if ok else _TOOL_FAILED,
+        loop.record(h.RunEnded(loop.now, run.id, RUN_RETURNED if ok else RUN_TOOL_FAILED,
                                output if ok else None))
         conn = run.conn
-        self.network.up(conn, _FINISHED, (conn.id, run.attempt, ok, output))
+        self.network.up(conn, p.Finished, (conn.id, run.attempt, ok, output))
         self._idle()
 
     def _lease(self, run: SimulatedRun, _b: object) -> None:

@@ -56,12 +56,6 @@ class Person(enum.Enum):
     """Approves, then rejects."""
 
 
-# Drawn for every call, as module names: reading a member from its class takes a slow attribute
-# lookup each time in CPython 3.11.
-_APPROVE, _REJECT, _MISS, _LATE, _TWICE, _FLIP = (
-    Person.APPROVE, Person.REJECT, Person.MISS, Person.LATE, Person.TWICE, Person.FLIP)
-
-
 class RunPlan(NamedTuple):
     """How one run of a tool behaves: how long, whether it returns, when a write applies (the
     fraction of the run after which it reaches its service). A named tuple: one is drawn for
@@ -172,10 +166,11 @@ def _call(rng: random.Random, tool: str, config: ExecutorConfig) -> CallPlan:
         duration = 0.02 - 0.6 * log(1.0 - rnd())
         runs.append(RunPlan(duration if duration < 4.0 else 4.0, rnd() < 0.9, rnd()))
     r = rnd()
-    person = (_APPROVE if r < 0.55 else _REJECT if r < 0.70 else _MISS if r < 0.80 else
-              _LATE if r < 0.85 else _TWICE if r < 0.95 else _FLIP)
+    person = (Person.APPROVE if r < 0.55 else Person.REJECT if r < 0.70 else
+              Person.MISS if r < 0.80 else Person.LATE if r < 0.85 else
+              Person.TWICE if r < 0.95 else Person.FLIP)
     deadline = config.approval_deadline
-    if person is _LATE:
+    if person is Person.LATE:
         after = deadline + rng.uniform(0.2, 4.0)
     else:
         after = 0.1 + (0.8 * deadline - 0.1) * rnd()

@@ -365,9 +365,5 @@ _CLAUSES: tuple[Clause, ...] = (
 CLAUSES: Mapping[str, Clause] = {c.id: c for c in _CLAUSES}
 
 
-def page_clauses() -> tuple[Clause, ...]:
-    return tuple(c for c in _CLAUSES if c.kind is ClauseKind.PAGE)
-
-
 def all_clauses() -> tuple[Clause, ...]:
     return _CLAUSES

@@ -32,15 +32,6 @@ class Record(enum.Enum):
         raise SpecError(f"unknown record {name!r} (known: {known})")
 
 
-# TC-REC-SUCC, TC-REC-FAIL, TC-REC-REJ, TC-REC-UNK: what each record tells the model.
-RECORD_MEANING: dict[Record, str] = {
-    Record.SUCCEEDED: "the tool returned a result",
-    Record.FAILED: "the tool reported a failure, or the engine knows the tool did not run",
-    Record.REJECTED: "a person rejected the call, or its approval deadline passed",
-    Record.OUTCOME_UNKNOWN: "the tool may or may not have taken effect",
-}
-
-
 class AttemptEnd(enum.Enum):
     """How one attempt of a call ended."""
 

@@ -5,14 +5,8 @@ the executor's replies (D-7). Properties: A-APPROVAL, A-POLICY-SNAPSHOT."""
 from __future__ import annotations
 
 from atmostonce.check.history import entries as h
-from atmostonce.check.history.state import (
-    ACCEPTED,
-    APPROVE,
-    REJECT,
-    WAITING,
-    Call,
-    CheckerState,
-)
+from atmostonce.check.history.members import ACCEPTED, APPROVE, REJECT, WAITING
+from atmostonce.check.history.state import Call, CheckerState
 from atmostonce.spec.approval import REPLY_TEXT, ApprovalState, answer
 from atmostonce.spec.policy import choose_deadline
 from atmostonce.spec.properties import PropertyId

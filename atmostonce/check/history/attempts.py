@@ -10,17 +10,19 @@ A-CANCEL-ON-TIMEOUT."""
 from __future__ import annotations
 
 from atmostonce.check.history import entries as h
-from atmostonce.check.history.state import (
+from atmostonce.check.history.members import (
     APPROVAL_DEADLINE,
     APPROVED,
-    GAVE_UP,
-    LOST,
     OUTCOME_UNKNOWN,
     QUEUE_TIMEOUT,
     READ,
     REJECTED,
-    RESTART,
     WAITING,
+)
+from atmostonce.check.history.state import (
+    GAVE_UP,
+    LOST,
+    RESTART,
     Attempt,
     Call,
     CheckerState,

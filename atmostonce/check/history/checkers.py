@@ -93,9 +93,9 @@ from atmostonce.check.history import entries as h
 from atmostonce.check.history.approvals import ApprovalChecks
 from atmostonce.check.history.attempts import AttemptChecks
 from atmostonce.check.history.call_edges import CallEdges, call_edges
+from atmostonce.check.history.members import OUTCOME_UNKNOWN
 from atmostonce.check.history.records import RecordChecks
 from atmostonce.check.history.runs import RunChecks
-from atmostonce.check.history.state import OUTCOME_UNKNOWN
 from atmostonce.spec.policy import EffectClass
 from atmostonce.spec.properties import PropertyId, record_witness_id
 from atmostonce.spec.protocol import ExecutorConfig
@@ -118,10 +118,9 @@ class CallSummary(NamedTuple):
     runs: int
 
 
-# The sometimes-property each (effect class, final status) witnesses, by their values: a
-# string's hash is cached, an enum member's is computed in Python.
-_WITNESS: dict[tuple[str, str], str] = {
-    (e._value_, s._value_): record_witness_id(e, Record(s.value))
+# The sometimes-property each (effect class, final status) witnesses.
+_WITNESS: dict[tuple[EffectClass, ToolCallStatus], str] = {
+    (e, s): record_witness_id(e, Record(s.value))
     for e in EffectClass for s in ToolCallStatus if s.final
 }
 
@@ -173,7 +172,7 @@ class HistoryChecker(ApprovalChecks, AttemptChecks, RecordChecks, RunChecks):
         self.finished_results()
         for c in self._calls.values():
             if c.record is not None:
-                self.witnessed.add(_WITNESS[c.policy.effect._value_, c.record._value_])
+                self.witnessed.add(_WITNESS[c.policy.effect, c.record])
             if c.record is None:
                 self._bad(PropertyId.E_EVERY_CALL_RECORDED, c, "the call never got a record", c.pos)
                 continue

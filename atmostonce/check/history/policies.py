@@ -21,9 +21,9 @@ class PolicyBook:
     def __init__(self) -> None:
         self._set: dict[str, tuple[ToolPolicy | None, ToolHints | None]] = {}
         self._defaults: dict[str, tuple[EffectClass | None, bool]] = {}
-        self._resolved: dict[str, dict[tuple[str | None, bool], EffectivePolicy]] = {}
-        """Resolved policies by tool, then by the value of the session default and whether
-        hints may lower it (D-22); a tool's are forgotten when its policy changes."""
+        self._resolved: dict[str, dict[tuple[EffectClass | None, bool], EffectivePolicy]] = {}
+        """Resolved policies by tool, then by the session default and whether hints may lower
+        it (D-22); a tool's are forgotten when its policy changes."""
 
     def set_policy(self, tool: str, policy: ToolPolicy | None, hints: ToolHints | None) -> None:
         self._set[tool] = (policy, hints)
@@ -44,7 +44,7 @@ class PolicyBook:
         of_tool = self._resolved.get(tool)
         if of_tool is None:
             of_tool = self._resolved[tool] = {}
-        slot = (default._value_ if default is not None else None, lowers)
+        slot = (default, lowers)
         found = of_tool.get(slot)
         if found is None:
             policy, hints = self._set.get(tool, (None, None))

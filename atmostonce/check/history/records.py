@@ -10,17 +10,19 @@ and E-RECONCILE-ONCE (a second report)."""
 from __future__ import annotations
 
 from atmostonce.check.history import entries as h
-from atmostonce.check.history.state import (
+from atmostonce.check.history.members import (
     AWAITING_APPROVAL,
     FAILED,
-    GAVE_UP,
-    LOST,
     OUTCOME_UNKNOWN,
     READ,
     REJECTED,
-    RESTART,
     RUNNING,
     SUCCEEDED,
+)
+from atmostonce.check.history.state import (
+    GAVE_UP,
+    LOST,
+    RESTART,
     Call,
     CheckerState,
     policy_text,

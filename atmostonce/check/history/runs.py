@@ -7,16 +7,8 @@ them; overlapping runs are collected as `DoubleRun`s."""
 from __future__ import annotations
 
 from atmostonce.check.history import entries as h
-from atmostonce.check.history.state import (
-    APPROVED,
-    OUTCOME_UNKNOWN,
-    REJECTED,
-    RUN_RETURNED,
-    Call,
-    CheckerState,
-    DoubleRun,
-    HistoryRun,
-)
+from atmostonce.check.history.members import APPROVED, OUTCOME_UNKNOWN, REJECTED, RUN_RETURNED
+from atmostonce.check.history.state import Call, CheckerState, DoubleRun, HistoryRun
 from atmostonce.spec.properties import PropertyId
 from atmostonce.spec.records import DID_NOT_RUN_PREFIX
 

@@ -16,35 +16,11 @@ from dataclasses import dataclass
 
 from atmostonce.check.history import entries as h
 from atmostonce.check.history.policies import PolicyBook
-from atmostonce.spec.approval import (
-    ApprovalEvent,
-    ApprovalReply,
-    ApprovalState,
-    initial_approval,
-)
-from atmostonce.spec.policy import EffectClass, EffectivePolicy
+from atmostonce.spec.approval import initial_approval
+from atmostonce.spec.policy import EffectivePolicy
 from atmostonce.spec.properties import PropertyId
-from atmostonce.spec.protocol import ExecutorConfig, TimerKind
+from atmostonce.spec.protocol import ExecutorConfig
 from atmostonce.spec.session import ToolCallStatus
-
-# Enum members the judges test on every entry, as module names (each judge module imports them
-# as its own): reading a member from its class takes a slow attribute lookup each time in
-# CPython 3.11.
-SUCCEEDED = ToolCallStatus.SUCCEEDED
-FAILED = ToolCallStatus.FAILED
-REJECTED = ToolCallStatus.REJECTED
-OUTCOME_UNKNOWN = ToolCallStatus.OUTCOME_UNKNOWN
-RUNNING = ToolCallStatus.RUNNING
-AWAITING_APPROVAL = ToolCallStatus.AWAITING_APPROVAL
-WAITING = ApprovalState.WAITING
-APPROVED = ApprovalState.APPROVED
-APPROVE = ApprovalEvent.APPROVE
-REJECT = ApprovalEvent.REJECT
-ACCEPTED = ApprovalReply.ACCEPTED
-READ = EffectClass.READ
-RUN_RETURNED = h.RunEnd.RETURNED
-APPROVAL_DEADLINE = TimerKind.APPROVAL_DEADLINE
-QUEUE_TIMEOUT = TimerKind.QUEUE_TIMEOUT
 
 # How the current attempt of a call stopped counting, as the executor learnt it.
 GAVE_UP = "gave up"  # cancelled or timed out: the run may go on (TC-AMO-3)

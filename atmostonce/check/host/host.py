@@ -2,7 +2,8 @@
 own rules (`atmostonce.check.host.rules`), for every environment: the environment supplies its
 effects (`atmostonce.check.host.effects.Effects`) and the clock; the host keeps which timers
 run, so that a timer fires once per start and only while it runs, which attempt went to which
-worker, and which workers the executor dropped."""
+worker, and which workers the executor dropped, which get no command until they connect
+again."""
 
 from __future__ import annotations
 
