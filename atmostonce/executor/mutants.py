@@ -172,6 +172,11 @@ class _ToolResultWithoutError(ReferenceExecutor):
         if new and outcome.error:
             call.session.messages[-1] = tool_message(call, replace(outcome, error=""), output)
 
+class _OneAttemptTooMany(ReferenceExecutor):
+    def max_attempts(self, policy: EffectivePolicy) -> int:
+        kept = super().max_attempts(policy)
+        return kept + 1 if kept > 1 else kept
+
 
 def retry_non_idempotent(config: ExecutorConfig) -> Executor:
     """A single-attempt call whose worker was lost gets a second attempt (TC-EFF-NONIDEM)."""
@@ -259,6 +264,12 @@ def tool_result_without_error(config: ExecutorConfig) -> Executor:
     return _ToolResultWithoutError(config)
 
 
+def one_attempt_too_many(config: ExecutorConfig) -> Executor:
+    """A read or an idempotent write is tried once more than max_attempts allows before it is
+    given up on (TC-REC-RETRY, D-9)."""
+    return _OneAttemptTooMany(config)
+
+
 _MUTANTS: tuple[ExecutorMutant, ...] = (
     ExecutorMutant("retry_non_idempotent", retry_non_idempotent, "TC-EFF-NONIDEM",
                    "a single-attempt call whose worker was lost gets a second attempt",
@@ -305,6 +316,9 @@ _MUTANTS: tuple[ExecutorMutant, ...] = (
     ExecutorMutant("tool_result_without_error", tool_result_without_error, "TC-REC-2",
                    "the tool result of a call that did not succeed leaves out its error",
                    PropertyId.A_TOOL_RESULT),
+    ExecutorMutant("one_attempt_too_many", one_attempt_too_many, "TC-REC-RETRY",
+                   "a read or an idempotent write gets one attempt more than max_attempts",
+                   PropertyId.A_EXHAUSTED_RECORD),
 )
 
 EXECUTOR_MUTANTS: dict[str, ExecutorMutant] = {m.name: m for m in _MUTANTS}

@@ -64,3 +64,19 @@ def test_a_tool_result_without_its_error_is_caught_on_the_runtime_from_the_snaps
     assert "its tool result reads" in caught[0].message
     assert {v.property for v in result.violations} == {PropertyId.A_TOOL_RESULT}
     assert all(gone(pid) for pid in result.pids)
+
+
+@pytest.mark.clause("TC-REC-RETRY", "D-9")
+def test_an_attempt_beyond_max_attempts_is_caught_on_the_runtime_alone() -> None:
+    """No fault is needed: a read or an idempotent write asked to run longer than the run
+    timeout times out at every attempt, so the mutant tries it a fourth time; seed 3 asks
+    such calls within the first seconds."""
+    result = run_chaos(ChaosOptions(duration=8, nemesis=(), seed=3,
+                                    executor="atmostonce.executor.mutants:"
+                                    "one_attempt_too_many"))
+    assert not result.ok
+    caught = [v for v in result.violations if v.property == PropertyId.A_EXHAUSTED_RECORD]
+    assert caught, [v.line() for v in result.violations]
+    assert "got 4 attempts, more than its 3" in caught[0].message
+    assert {v.property for v in result.violations} == {PropertyId.A_EXHAUSTED_RECORD}
+    assert all(gone(pid) for pid in result.pids)
