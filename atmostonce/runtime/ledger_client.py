@@ -7,7 +7,9 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import os
 import socket
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -221,3 +223,20 @@ class AsyncLedger:
     def close(self) -> None:
         if self._conn is not None:
             self._conn.close()
+
+
+async def worker_ledger(address: str, token: str, name: str, within: float) -> AsyncLedger:
+    """An engine's worker process's ledger connection under a fresh incarnation, tried again
+    until `within` seconds have passed: the ledger may still be starting."""
+    host, _, port = address.rpartition(":")
+    ledger = AsyncLedger(host, int(port), token=token, workers=(name,),
+                         incarnation=f"{name}-{os.urandom(8).hex()}")
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            await ledger.connect()
+            return ledger
+        except SpecError:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.1)

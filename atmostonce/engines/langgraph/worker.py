@@ -45,7 +45,7 @@ from atmostonce.engines.langgraph.model import QUIET, ScriptedChatModel, asked_i
 from atmostonce.engines.langgraph.notes import Notes
 from atmostonce.engines.langgraph.store import AppStore
 from atmostonce.engines.langgraph.tools import KITS, RunContext, ToolKit
-from atmostonce.runtime.ledger_client import AsyncLedger
+from atmostonce.runtime.ledger_client import worker_ledger
 from atmostonce.runtime.options import add_config_arguments, config_from_args
 from atmostonce.runtime.processes import exit_with_parent
 from atmostonce.runtime.tokens import read_token
@@ -178,20 +178,6 @@ class Agent:
         return None, LOOK_AGAIN
 
 
-async def _ledger(address: str, token: str, name: str) -> AsyncLedger:
-    host, _, port = address.rpartition(":")
-    ledger = AsyncLedger(host, int(port), token=token, workers=(name,),
-                         incarnation=f"{name}-{os.urandom(8).hex()}")
-    deadline = time.monotonic() + CONNECT_FOR
-    while True:
-        try:
-            await ledger.connect()
-            return ledger
-        except SpecError:
-            if time.monotonic() > deadline:
-                raise
-            await asyncio.sleep(0.1)
-
 
 async def run(args: argparse.Namespace, variant: Variant, config: ExecutorConfig) -> NoReturn:
     name = f"{args.name}-{os.getpid()}"
@@ -201,7 +187,8 @@ async def run(args: argparse.Namespace, variant: Variant, config: ExecutorConfig
         loop.add_signal_handler(signum, stop.set)
     store = AppStore(Path(args.store))
     notes = Notes(Path(args.events), name)
-    ledger = await _ledger(args.ledger, read_token(Path(args.token_file)), name)
+    ledger = await worker_ledger(args.ledger, read_token(Path(args.token_file)), name,
+                                  CONNECT_FOR)
     saver = await open_saver(Path(args.checkpoints), notes)
     ctx = RunContext(name, store, ledger, notes, behaviours())
     kit = KITS[variant.kit](ctx)

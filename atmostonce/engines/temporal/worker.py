@@ -63,7 +63,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 
 from atmostonce.engines.temporal import mapping
 from atmostonce.engines.temporal.payloads import ToolJob
-from atmostonce.runtime.ledger_client import AsyncLedger
+from atmostonce.runtime.ledger_client import AsyncLedger, worker_ledger
 from atmostonce.runtime.processes import exit_with_parent
 from atmostonce.runtime.tokens import read_token
 from atmostonce.runtime.tools import Behaviour, Fenced, WriteResult, behaviours, run_tool
@@ -268,20 +268,6 @@ async def _connect(server: str, identity: str) -> Client:
             await asyncio.sleep(0.1)
 
 
-async def _ledger(address: str, token: str, name: str) -> AsyncLedger:
-    host, _, port = address.rpartition(":")
-    ledger = AsyncLedger(host, int(port), token=token, workers=(name,),
-                         incarnation=f"{name}-{os.urandom(8).hex()}")
-    deadline = time.monotonic() + CONNECT_FOR
-    while True:
-        try:
-            await ledger.connect()
-            return ledger
-        except SpecError:
-            if time.monotonic() > deadline:
-                raise
-            await asyncio.sleep(0.1)
-
 
 def _stop_on_signals(stop: asyncio.Event) -> None:
     loop = asyncio.get_running_loop()
@@ -293,7 +279,8 @@ async def tools(args: argparse.Namespace) -> NoReturn:
     name = f"{args.name}-{os.getpid()}"
     stop = asyncio.Event()
     _stop_on_signals(stop)
-    ledger = await _ledger(args.ledger, read_token(Path(args.token_file)), name)
+    ledger = await worker_ledger(args.ledger, read_token(Path(args.token_file)), name,
+                                  CONNECT_FOR)
     client = await _connect(args.server, name)
     work = ToolWorker(client, ledger, name, args.lease, not args.no_lease,
                       EventsFile(Path(args.events), name), behaviours())
