@@ -18,6 +18,7 @@ from atmostonce.check.history.members import (
     REJECTED,
     RUNNING,
     SUCCEEDED,
+    WAITING,
 )
 from atmostonce.check.history.state import (
     GAVE_UP,
@@ -190,7 +191,7 @@ class RecordChecks(CheckerState):
                       "recorded outcome_unknown, though no attempt was handed to a worker",
                       c.pos, pos)
         elif status is REJECTED:
-            self._judge_rejected(c, pos)
+            self._judge_rejected(c, pos, at)
         if status in (FAILED, OUTCOME_UNKNOWN) and c.handed:
             self._judge_exhausted(c, status, pos)
         if status is FAILED:
@@ -198,8 +199,10 @@ class RecordChecks(CheckerState):
         if c.single and c.runs:
             self._judge_orphans(c, status, pos)
 
-    def _judge_rejected(self, c: Call, pos: int) -> None:
-        if c.approval not in (ApprovalState.REJECTED, ApprovalState.EXPIRED):
+    def _judge_rejected(self, c: Call, pos: int, at: float) -> None:
+        expired = at >= c.asked_at + c.deadline  # by the clock, whenever its timer is seen
+        if c.approval not in (ApprovalState.REJECTED, ApprovalState.EXPIRED) and not (
+                c.approval is WAITING and expired):
             self._bad(PropertyId.A_APPROVAL, c,
                       f"recorded rejected while its approval was {c.approval.value}: no "
                       "person rejected it and its deadline did not pass", c.pos,

@@ -466,6 +466,22 @@ def test_a_approval_catches_a_rejected_record_nobody_asked_for() -> None:
     assert PropertyId.A_APPROVAL in s.properties()
 
 
+@pytest.mark.clause("D-7", "D-32")
+@pytest.mark.parametrize("past_deadline", [True, False])
+def test_a_rejected_record_of_a_waiting_call_is_judged_by_the_clock(past_deadline: bool) -> None:
+    """An engine's history may show the record before the deadline's timer (Temporal under
+    load): by the deadline's time it is the deadline's rejection, before it nobody's."""
+    s = Story(ExecutorConfig(approval_deadline=5.0))
+    s.add(h.PolicySet(s.now(), "refund", ToolPolicy(IDEM, True), None))
+    s.session()
+    key = s.ask("refund", "c1")
+    s.waits(key)
+    if past_deadline:
+        s.t += 5.0
+    s.publish(key, S.REJECTED, "rejected: the approval deadline passed")
+    assert (PropertyId.A_APPROVAL in s.properties()) is not past_deadline
+
+
 @pytest.mark.clause("TC-SNAP-1", "TC-SNAP-2")
 def test_a_policy_snapshot_catches_a_call_that_follows_a_later_policy() -> None:
     s = Story()
