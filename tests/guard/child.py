@@ -42,4 +42,5 @@ async def main(journal: str, key: str, effect: str, effects: str, mode: str,
 
 
 if __name__ == "__main__":
-    asyncio.run(main(*sys.argv[1:6], gated=sys.argv[6:] == ["gated"]))
+    journal, key, effect, effects, mode = sys.argv[1:6]
+    asyncio.run(main(journal, key, effect, effects, mode, gated=sys.argv[6:] == ["gated"]))

@@ -22,6 +22,7 @@ from atmostonce.guard import (
     UnknownCall,
     result_text,
 )
+from atmostonce.guard.guard import Tool
 from atmostonce.spec.errors import SpecError
 from atmostonce.spec.policy import EffectClass, PolicySource, ToolHints, ToolPolicy
 from atmostonce.spec.records import (
@@ -73,7 +74,7 @@ def test_bad_input_is_one_clear_error(tmp_path: Path) -> None:
         asyncio.run(guard.run("s/t9/c9", _returns("x")))
 
 
-def _returns(output: str) -> object:
+def _returns(output: str) -> Tool:
     async def tool(attempt: Attempt) -> str:
         return output
     return tool
