@@ -19,11 +19,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from atmostonce.guard.calls import KeptCall
 from atmostonce.spec.approval import ApprovalState
 from atmostonce.spec.errors import SpecError
-from atmostonce.spec.keys import parse_key
 from atmostonce.spec.policy import EffectClass, EffectivePolicy, PolicySource
 from atmostonce.spec.records import AttemptEnd, FailureKind, Outcome, Record
 
@@ -252,21 +252,17 @@ class Tx:
             "SELECT text FROM reports WHERE session = ? ORDER BY seq", (session,))]
 
 
-def _call(row: tuple[object, ...]) -> KeptCall:
+def _call(row: tuple[Any, ...]) -> KeptCall:
     key, tool, arguments, effect, approval, source, asked, deadline = row
     policy = EffectivePolicy(EffectClass.parse(effect), bool(approval),
                              PolicySource(source))
-    return KeptCall(str(key), str(tool), str(arguments), policy, float(asked),  # type: ignore[arg-type]
-                    None if deadline is None else float(deadline))  # type: ignore[arg-type]
+    return KeptCall(str(key), str(tool), str(arguments), policy, float(asked),
+                    None if deadline is None else float(deadline))
 
 
-def _finished(row: tuple[object, ...]) -> Finished:
+def _finished(row: tuple[Any, ...]) -> Finished:
     key, record, error, failure, output, attempt = row
     outcome = Outcome(Record.parse(record), str(error),
                       None if failure is None else FailureKind(failure))
     return Finished(str(key), outcome, str(output), None if attempt is None else str(attempt))
 
-
-def session_of(key: str) -> str:
-    """The session (Flow) a key belongs to."""
-    return parse_key(key).flow_id
