@@ -1,7 +1,8 @@
 """What the guard keeps of a call when the model asks for it: the effective policy the spec
-resolves then (`atmostonce.spec.policy.resolve_policy`), the approval deadline, and the approval
-state it starts in. Kept once, used for every later run of the call (TC-SNAP-1), so a policy
-changed after the ask never reaches it. Pure: the journal stores what these functions return.
+resolves then (`atmostonce.spec.policy.resolve_policy`), the approval deadline, the attempts
+it may get, and the approval state it starts in. Kept once, used for every later run of the
+call (TC-SNAP-1), so a policy changed after the ask never reaches it. Pure: the journal stores
+what these functions return.
 """
 
 from __future__ import annotations
@@ -65,6 +66,9 @@ class KeptCall:
     asked: float
     deadline: float | None
     """When its approval deadline passes, on the guard's clock; None when it needs none."""
+    max_attempts: int
+    """Attempts it may get in all, from the guard's settings at ask time (one for a
+    single-attempt call, whatever this says)."""
 
     @property
     def parts(self) -> IdempotencyKey:
@@ -92,4 +96,4 @@ def keep(key: str, tool: str, arguments: str, statement: Statement, settings: Gu
                            statement.policy.approval_deadline if statement.policy else None,
                            settings.approval_deadline)
     return KeptCall(key, tool, arguments, effective, now,
-                    now + wait if effective.requires_approval else None)
+                    now + wait if effective.requires_approval else None, settings.max_attempts)

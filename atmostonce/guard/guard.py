@@ -9,9 +9,10 @@
 each call decides from the journal (`moves.next_move`), so a finished call gives back its
 result, a single-attempt call whose attempt began and never ended is outcome_unknown, and a
 read or an idempotent write is tried at most max_attempts times in all, however many processes
-died on the way. The tool gets the attempt (`Attempt`: key, number, label) and passes the key
-to the service it writes to; it returns its output, or raises `ToolFailed` when it reports a
-failure itself (D-3). Any other exception means the tool may have run.
+died on the way (max_attempts as the guard's settings said when the call was asked). The tool
+gets the attempt (`Attempt`: key, number, label) and passes the key to the service it writes
+to; it returns its output, or raises `ToolFailed` when it reports a failure itself (D-3). Any
+other exception means the tool may have run.
 """
 
 from __future__ import annotations
@@ -199,7 +200,7 @@ class Guard:
             result = tx.result(key)
             attempts = tx.attempts(key)
             move = next_move(result is not None, state, call.policy.effect,
-                             [a.end for a in attempts], self.settings.max_attempts)
+                             [a.end for a in attempts], call.max_attempts)
             if isinstance(move, Replay):
                 assert result is not None
                 return result

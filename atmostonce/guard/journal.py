@@ -36,7 +36,7 @@ CREATE TABLE IF NOT EXISTS calls (
     key TEXT PRIMARY KEY, session TEXT NOT NULL, turn TEXT NOT NULL, call_id TEXT NOT NULL,
     tool TEXT NOT NULL, arguments TEXT NOT NULL, effect TEXT NOT NULL,
     requires_approval INTEGER NOT NULL, source TEXT NOT NULL, asked REAL NOT NULL,
-    deadline REAL);
+    deadline REAL, max_attempts INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS approvals (
     key TEXT PRIMARY KEY, state TEXT NOT NULL, answered REAL, approve INTEGER, expired REAL);
 CREATE TABLE IF NOT EXISTS attempts (
@@ -145,10 +145,11 @@ class Tx:
         """Keep `call` unless its key is kept already; whether it was added."""
         parts = call.parts
         added = self._db.execute(
-            "INSERT OR IGNORE INTO calls VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT OR IGNORE INTO calls VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (call.key, parts.flow_id, parts.turn_id, parts.tool_call_id, call.tool,
              call.arguments, call.policy.effect.value, int(call.policy.requires_approval),
-             call.policy.source.value, call.asked, call.deadline)).rowcount > 0
+             call.policy.source.value, call.asked, call.deadline,
+             call.max_attempts)).rowcount > 0
         if added and call.deadline is not None:
             self._db.execute("INSERT INTO approvals (key, state) VALUES (?, ?)",
                              (call.key, ApprovalState.WAITING.value))
@@ -156,14 +157,16 @@ class Tx:
 
     def call(self, key: str) -> KeptCall | None:
         row = self._db.execute("SELECT key, tool, arguments, effect, requires_approval, source, "
-                               "asked, deadline FROM calls WHERE key = ?", (key,)).fetchone()
+                               "asked, deadline, max_attempts FROM calls WHERE key = ?",
+                               (key,)).fetchone()
         return None if row is None else _call(row)
 
     def calls(self, session: str | None = None) -> list[KeptCall]:
         """The calls of `session` (of every session when None), in the order they were asked."""
         rows = self._db.execute(
-            "SELECT key, tool, arguments, effect, requires_approval, source, asked, deadline "
-            "FROM calls" + (" WHERE session = ?" if session else "") + " ORDER BY asked, key",
+            "SELECT key, tool, arguments, effect, requires_approval, source, asked, deadline, "
+            "max_attempts FROM calls" + (" WHERE session = ?" if session else "")
+            + " ORDER BY asked, key",
             (session,) if session else ()).fetchall()
         return [_call(r) for r in rows]
 
@@ -253,11 +256,11 @@ class Tx:
 
 
 def _call(row: tuple[Any, ...]) -> KeptCall:
-    key, tool, arguments, effect, approval, source, asked, deadline = row
+    key, tool, arguments, effect, approval, source, asked, deadline, attempts = row
     policy = EffectivePolicy(EffectClass.parse(effect), bool(approval),
                              PolicySource(source))
     return KeptCall(str(key), str(tool), str(arguments), policy, float(asked),
-                    None if deadline is None else float(deadline))
+                    None if deadline is None else float(deadline), int(attempts))
 
 
 def _finished(row: tuple[Any, ...]) -> Finished:

@@ -197,3 +197,19 @@ def test_one_failed_run_ends_the_call_when_the_page_says_so(
     assert result.outcome.record is record
     if isinstance(failure, ToolFailed):
         assert result.outcome.error == failure_text(FailureKind.TOOL_ERROR, "no such order")
+
+
+@pytest.mark.clause("TC-SNAP-1", "TC-REC-EXHAUST-READ")
+def test_max_attempts_is_the_one_in_force_when_the_call_was_asked(tmp_path: Path) -> None:
+    Guard(tmp_path / "guard.db", GuardSettings(max_attempts=2, retry_backoff=0.0)).ask(
+        KEY, "lookup", "{}", policy(EffectClass.READ))
+    later = Guard(tmp_path / "guard.db", GuardSettings(max_attempts=5, retry_backoff=0.0))
+    runs: list[int] = []
+
+    async def lost(attempt: Attempt) -> str:
+        runs.append(attempt.number)
+        raise OSError("out of reach")
+
+    result = finished(asyncio.run(later.run(KEY, lost)))
+    assert runs == [1, 2]
+    assert result.outcome.failure is FailureKind.MAY_HAVE_RUN
