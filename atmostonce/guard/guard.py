@@ -177,8 +177,7 @@ class Guard:
                 return await asyncio.to_thread(self._finish, step, AttemptEnd.TOOL_FAILED,
                                                Finished(key, outcome, "", step.label))
             except Exception:
-                await asyncio.to_thread(self._lost, step)
-                if self.call(key).policy.retries_allowed:
+                if await asyncio.to_thread(self._lost, step):
                     await asyncio.sleep(self.settings.retry_backoff)
                 continue
             return await asyncio.to_thread(
@@ -222,9 +221,12 @@ class Guard:
             tx.end(attempt, end, now)
             return tx.finish(result, now)
 
-    def _lost(self, attempt: Attempt) -> None:
+    def _lost(self, attempt: Attempt) -> bool:
+        """End an attempt whose run failed outside the tool; whether its call has retries."""
         with self.journal.transaction() as tx:
             tx.end(attempt, AttemptEnd.WORKER_LOST, self.clock())
+            call = tx.call(attempt.key)
+        return call is not None and call.policy.retries_allowed
 
     def result(self, key: str) -> Finished | None:
         with self.journal.reading() as tx:

@@ -232,6 +232,16 @@ class Tx:
             (session,)).fetchall()
         return [_finished(r) for r in rows]
 
+    def tool_results(self) -> list[tuple[Finished, float]]:
+        """Every result an attempt's tool gave (it returned, or reported a failure), with when
+        the journal kept it; not the records the guard settled without one."""
+        rows = self._db.execute(
+            "SELECT r.key, r.record, r.error, r.failure, r.output, r.attempt, r.at FROM results r "
+            "JOIN attempts a ON a.key = r.key AND a.label = r.attempt "
+            "WHERE a.end_kind IN (?, ?) ORDER BY r.at",
+            (AttemptEnd.RETURNED.value, AttemptEnd.TOOL_FAILED.value)).fetchall()
+        return [(_finished(r[:6]), float(r[6])) for r in rows]
+
     def finish(self, result: Finished, at: float) -> Finished:
         """Keep `result` unless the call has one already; the call's result either way: the
         first result kept is the call's one record, never changed (TC-REC-1)."""

@@ -45,6 +45,7 @@ from atmostonce.engines.langgraph.guarded import (
     GuardInbox,
     hand_outs,
     journal_guard,
+    results_delivered,
 )
 from atmostonce.engines.langgraph.mapping import VARIANTS, Variant
 from atmostonce.engines.langgraph.server_log import server_log
@@ -243,7 +244,8 @@ class LangGraphEngine:
         notes = [w.notes for w in self._workers.values()]
         if self.guard is not None:
             return server_log(notes, GuardInbox(self.guard).approvals().values(),
-                              self.checkpoints, self.lost, hand_outs(self.guard))
+                              self.checkpoints, self.lost, hand_outs(self.guard),
+                              results_delivered(self.guard))
         return server_log(notes, self.store.approvals().values(), self.checkpoints, self.lost)
 
     def close(self) -> None:

@@ -14,7 +14,9 @@ monotonic clock the harness reads.
   policy the application kept for it at that moment, so the two never differ; approve and
   reject answer the guard (D-7, its deadline);
 - the server log's hand-outs are the journal's intents (`hand_outs`): each is durable before
-  its tool starts (D-5).
+  its tool starts (D-5); its results are delivered when the journal keeps them
+  (`results_delivered`), not when the checkpoints hold the tool message: the guard gives a
+  kept result back after a crash, so that is when it reached the durable state that decides.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ from atmostonce.spec.errors import SpecError
 from atmostonce.spec.keys import parse_key
 from atmostonce.spec.policy import ToolPolicy
 from atmostonce.spec.protocol import ExecutorConfig
+from atmostonce.spec.records import Record
 
 GUARD_KIT = "guard"
 """The kit name of the guarded variant (`mapping.Variant.kit`)."""
@@ -157,6 +160,16 @@ def hand_outs(guard: Guard) -> list[h.Entry]:
         attempts = tx.attempts()
     return [h.HandedOut(a.started, worker_of(a.label), a.label, a.key, tools.get(a.key, ""),
                         True, a.key) for a in attempts]
+
+
+def results_delivered(guard: Guard) -> list[h.Entry]:
+    """Each result a tool gave, delivered when the journal kept it: from then on the guard
+    gives it back, whatever happens to the process before the checkpoint holds it."""
+    with guard.journal.reading() as tx:
+        kept = tx.tool_results()
+    return [h.ResultDelivered(at, worker_of(r.attempt), r.attempt,
+                              r.outcome.record is Record.SUCCEEDED)
+            for r, at in kept if r.attempt is not None]
 
 
 class GuardedSessions(LangGraphSessions):

@@ -7,7 +7,9 @@ clients saw and the ledger. There is no server: the facts come from the agent pr
 - `ResultDelivered` for each attempt whose tool message the checkpoint file holds, at the
   first `delivering` note of it: the result reached the graph's durable state then (a note
   whose write never landed, its process killed in between, is left out);
-- `HandedOut` for each intent in a guard's journal (the guarded variant notes no `started`);
+- `HandedOut` for each intent in a guard's journal (the guarded variant notes no `started`),
+  and `ResultDelivered` for each result a tool gave that the journal kept, in place of the
+  `delivering` notes;
 - from the approval inbox (the application's store, or a guard's journal): `TimerStarted`
   for each call that waits for approval (its deadline starts at the ask), `ApprovalAnswered`
   for each answer taken, `TimerFired` when the deadline was found passed;
@@ -31,15 +33,16 @@ _ACCEPTED = REPLY_TEXT[ApprovalReply.ACCEPTED]
 
 
 def server_log(notes_files: Iterable[Path], approvals: Iterable[ApprovalRow], checkpoints: Path,
-               lost: Sequence[tuple[float, str]], hand_outs: Sequence[h.Entry] = ()
-               ) -> ServerLog:
+               lost: Sequence[tuple[float, str]], hand_outs: Sequence[h.Entry] = (),
+               delivered: Sequence[h.Entry] | None = None) -> ServerLog:
     """The ServerLog of one run (see the module docstring); `approvals` is the inbox, `lost`
     is (when, worker name) for each process whose threads went to others, `hand_outs` the
-    hand-outs a guard's journal holds (its agent processes note none)."""
+    hand-outs a guard's journal holds (its agent processes note none), and `delivered` the
+    results it kept, which then stand for the `delivering` notes."""
     log = ServerLog()
-    durable = durable_attempts(checkpoints)
+    durable = durable_attempts(checkpoints) if delivered is None else set()
     entries: list[h.Entry] = []
-    delivered: dict[str, h.ResultDelivered] = {}
+    results: dict[str, h.ResultDelivered] = {}
     hand_outs_noted = 0
     for path in notes_files:
         for note in read_notes(path):
@@ -56,12 +59,12 @@ def server_log(notes_files: Iterable[Path], approvals: Iterable[ApprovalRow], ch
             elif kind == "ended":
                 log.run_ends.append(RunEndSeen(at, worker, attempt,
                                                ok if isinstance(ok, bool) else None))
-            elif kind == "delivering" and attempt in durable:
-                seen = delivered.get(attempt)
+            elif kind == "delivering" and delivered is None and attempt in durable:
+                seen = results.get(attempt)
                 if seen is None or at < seen.at:
-                    delivered[attempt] = h.ResultDelivered(at, str(note.get("of", worker)),
+                    results[attempt] = h.ResultDelivered(at, str(note.get("of", worker)),
                                                            attempt, ok is True)
-    entries += delivered.values()
+    entries += results.values() if delivered is None else delivered
     entries += hand_outs
     hand_outs_seen = hand_outs_noted + len(hand_outs)
     for row in approvals:
@@ -76,7 +79,8 @@ def server_log(notes_files: Iterable[Path], approvals: Iterable[ApprovalRow], ch
     log.entries = sorted(entries, key=lambda e: e.at)
     log.notes.append(
         f"{hand_outs_seen} attempts, each noted by the agent process that ran its tool or "
-        f"written by the guard before it (LangGraph hands nothing out); {len(delivered)} "
-        f"results that reached the checkpoints; {len(lost)} agent processes whose threads "
+        f"written by the guard before it (LangGraph hands nothing out); "
+        f"{len(results) if delivered is None else len(delivered)} results that reached the "
+        f"checkpoints or the guard's journal; {len(lost)} agent processes whose threads "
         "were handed on")
     return log
