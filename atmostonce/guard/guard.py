@@ -167,7 +167,7 @@ class Guard:
             step = await asyncio.to_thread(self._step, key, label)
             if not isinstance(step, Attempt):
                 return step
-            _CURRENT.set(step)
+            token = _CURRENT.set(step)
             try:
                 output = await tool(step)
             except ToolFailed as failure:
@@ -180,6 +180,8 @@ class Guard:
                 if await asyncio.to_thread(self._lost, step):
                     await asyncio.sleep(self.settings.retry_backoff)
                 continue
+            finally:
+                _CURRENT.reset(token)
             return await asyncio.to_thread(
                 self._finish, step, AttemptEnd.RETURNED,
                 Finished(key, Outcome(Record.SUCCEEDED, ""), output, step.label))
