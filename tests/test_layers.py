@@ -112,6 +112,8 @@ def test_lint_imports_keeps_every_contract() -> None:
     ("atmostonce.check.host.host", "atmostonce.check.lockstep.state"),
     ("atmostonce.check.history.entries", "atmostonce.check.executors.guard"),
     ("atmostonce.check.lockstep.conformance", "atmostonce.check.probes.table"),
+    ("atmostonce.guard.guard", "atmostonce.engines.adapter"),
+    ("atmostonce.guard.journal", "atmostonce.executor.core"),
 ])
 def test_an_upward_import_is_caught(importer: str, imported: str) -> None:
     graph = _graph()
@@ -123,6 +125,7 @@ def test_an_upward_import_is_caught(importer: str, imported: str) -> None:
 @pytest.mark.parametrize(("importer", "imported"), [
     ("atmostonce.executor.state", "atmostonce.model.machines"),
     ("atmostonce.chaos.run", "atmostonce.engines.reference.adapter"),
+    ("atmostonce.guard.moves", "atmostonce.model.system"),
 ])
 def test_a_forbidden_import_is_caught(importer: str, imported: str) -> None:
     graph = _graph()
@@ -136,3 +139,27 @@ def test_a_circle_inside_a_package_is_caught() -> None:
     graph.add_import(importer="atmostonce.spec.session", imported="atmostonce.spec.keys")
     assert ("atmostonce.spec.keys", "atmostonce.spec.session", "atmostonce.spec.keys") in \
         _circles(graph)
+
+
+def test_the_guard_imports_only_the_spec_and_the_standard_library() -> None:
+    """Without LangGraph and LangChain installed, `atmostonce.guard` imports, and it loads no
+    package outside the standard library and no part of atmostonce but the spec and itself."""
+    probe = ("import sys; sys.modules['langgraph'] = sys.modules['langchain'] = None; "
+             "before = set(sys.modules); import atmostonce.guard; "
+             "new = set(sys.modules) - before; "
+             "print(sorted({m.split('.')[0] for m in new} - set(sys.stdlib_module_names))); "
+             "print(sorted(m for m in new if m.startswith('atmostonce.') "
+             "and not m.startswith(('atmostonce.spec', 'atmostonce.guard'))))")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True,
+                          text=True, check=True)
+    assert done.stdout.splitlines() == ["['atmostonce']", "[]"], done.stdout
+
+
+def test_the_langgraph_binding_without_the_extra_is_one_clear_error() -> None:
+    done = subprocess.run([sys.executable, "-c", "import sys; sys.modules['langgraph'] = None; "
+                           "import atmostonce.guard.langgraph"], cwd=ROOT, capture_output=True,
+                          text=True, check=False)
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines()[-1].endswith(
+        "atmostonce.guard.langgraph needs the 'langgraph' extra, which is not installed: "
+        "pip install 'atmostonce[langgraph]'")

@@ -38,9 +38,8 @@ from atmostonce.chaos.observations import (
 from atmostonce.check.executors.loading import DEFAULT_EXECUTOR
 from atmostonce.check.history import entries as h
 from atmostonce.check.history.entries import HistoryViolation, describe
-from atmostonce.engines.adapter import EngineSetup, WorkerRef, limits_of
+from atmostonce.engines.adapter import EngineSetup, SessionAPI, WorkerRef, limits_of
 from atmostonce.engines.langgraph.adapter import LangGraphEngine, engine_of
-from atmostonce.engines.langgraph.client import LangGraphSessions
 from atmostonce.runtime.client import AnswerReply
 from atmostonce.runtime.ledger_client import LedgerClient, LedgerRun, Write
 from atmostonce.runtime.processes import spawn
@@ -61,13 +60,12 @@ CONFIG = ExecutorConfig(max_attempts=3, retry_backoff=0.2, queue_timeout=10.0, r
 class World:
     engine: LangGraphEngine
     ledger: LedgerClient
-    api: LangGraphSessions = field(init=False)
+    api: SessionAPI = field(init=False)
     obs: Observations = field(default_factory=Observations)
     faults: FaultLog = field(default_factory=FaultLog)
 
     def __post_init__(self) -> None:
-        self.api = LangGraphSessions(self.engine.store, self.engine.checkpoints,
-                                     self.engine.setup.config)
+        self.api = self.engine.client()
         self.observed = Observed(self)
 
     def judged(self) -> Judged:

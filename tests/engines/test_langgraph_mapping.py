@@ -28,11 +28,12 @@ from atmostonce.engines.langgraph import graphs, mapping
 from atmostonce.engines.langgraph.adapter import NO_TARGET, NOT_CHECKABLE
 from atmostonce.engines.langgraph.checkpoints import durable_attempts
 from atmostonce.engines.langgraph.client import snapshot_of
+from atmostonce.engines.langgraph.kits import KITS
 from atmostonce.engines.langgraph.model import ScriptedChatModel, answer, asked_ids, next_turn
 from atmostonce.engines.langgraph.notes import Notes
 from atmostonce.engines.langgraph.server_log import server_log
 from atmostonce.engines.langgraph.store import AppStore, CallRow
-from atmostonce.engines.langgraph.tools import KITS, RunContext
+from atmostonce.engines.langgraph.tools import RunContext
 from atmostonce.runtime.ledger_client import AsyncLedger
 from atmostonce.spec.approval import REPLY_TEXT, ApprovalReply, ApprovalState
 from atmostonce.spec.errors import SpecError
@@ -231,8 +232,8 @@ def test_a_result_is_delivered_only_when_the_checkpoints_hold_it(tmp_path: Path)
         notes.note("ended", attempt=attempt, ok=True)
         notes.note("delivering", attempt=attempt, key=key, of="w1-1", ok=True)
     assert durable_attempts(tmp_path / "checkpoints.db") == {f"{key}#w1-1.1"}
-    log = server_log([tmp_path / "w1.notes"], app, tmp_path / "checkpoints.db",
-                     [(9.0, "w2-2")])
+    log = server_log([tmp_path / "w1.notes"], app.approvals().values(),
+                     tmp_path / "checkpoints.db", [(9.0, "w2-2")])
     kinds = [type(e).__name__ for e in log.entries]
     assert kinds.count("HandedOut") == 2
     assert [e.attempt for e in log.entries if isinstance(e, h.ResultDelivered)] == [

@@ -8,6 +8,7 @@ would build it from the page and the LangGraph and LangChain documentation (`map
 | `create_agent_sync` | the same                                          | "sync"     |
 | `tool_node`         | `StateGraph` + `ToolNode`, `interrupt()` approvals | "async"    |
 | `tool_node_sync`    | the same                                          | "sync"     |
+| `guarded`           | `create_agent` + the guard (`atmostonce.guard`)    | "async"    |
 
 "async" is LangGraph's default durability. Needs the `langgraph` extra (`pip install
 'atmostonce[langgraph]'`): LangGraph, its SQLite checkpointer and LangChain, all from PyPI; a
@@ -15,9 +16,9 @@ scripted chat model (`model`) stands in for the LLM, so no model service is need
 
 `mapping` holds the pure rules (variants, tool results, records), `store` the application's own
 tables, `model` the scripted chat model, `tools` the seam (the tool functions and approval step
-a variant picks), `graphs` the graphs, `checkpoints` the checkpoint file, `worker` the agent
-process, `client` the session API, `notes` and `server_log` what the run saw, `adapter` the
-engine.
+a variant picks), `kits` the kits by name, `guarded` the guarded variant's kit and session API,
+`graphs` the graphs, `checkpoints` the checkpoint file, `worker` the agent process, `client`
+the session API, `notes` and `server_log` what the run saw, `adapter` the engine.
 """
 
 from __future__ import annotations
@@ -57,4 +58,10 @@ def tool_node_sync(setup: EngineSetup) -> LangGraphEngine:
     return engine_of("tool_node_sync", setup)
 
 
-__all__ = ["create_agent", "create_agent_sync", "tool_node", "tool_node_sync"]
+def guarded(setup: EngineSetup) -> LangGraphEngine:
+    """LangChain's `create_agent` with the guard's middleware (`atmostonce.guard.langgraph`):
+    the page's semantics kept in the guard's journal, durability "async"."""
+    return engine_of("guarded", setup)
+
+
+__all__ = ["create_agent", "create_agent_sync", "guarded", "tool_node", "tool_node_sync"]

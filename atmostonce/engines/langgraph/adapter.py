@@ -39,6 +39,14 @@ from atmostonce.engines.adapter import (
     WorkerRef,
 )
 from atmostonce.engines.langgraph.client import LangGraphSessions
+from atmostonce.engines.langgraph.guarded import (
+    GUARD_KIT,
+    GuardedSessions,
+    GuardInbox,
+    hand_outs,
+    journal_guard,
+    results_delivered,
+)
 from atmostonce.engines.langgraph.mapping import VARIANTS, Variant
 from atmostonce.engines.langgraph.server_log import server_log
 from atmostonce.engines.langgraph.store import AppStore
@@ -103,6 +111,9 @@ class LangGraphEngine:
         self.store = AppStore(setup.workdir / "app.db")
         self.store.setup()
         self.checkpoints = setup.workdir / "checkpoints.db"
+        self.guard = (journal_guard(setup.workdir / "guard.db", setup.config)
+                      if variant.kit == GUARD_KIT else None)
+        """The guard's journal the agent processes share (the guarded variant)."""
         self._workers: dict[str, _Worker] = {}
         self._count = 0
         self.lost: list[tuple[float, str]] = []
@@ -156,6 +167,8 @@ class LangGraphEngine:
                 "--store", str(self.store.path), "--checkpoints", str(self.checkpoints),
                 "--ledger", self.setup.ledger, "--token-file", str(self.token_file),
                 "--name", wid, "--events", str(notes), *config_argv(self.setup.config)]
+        if self.guard is not None:
+            argv += ["--guard-journal", str(self.guard.journal.path)]
         process = start("worker", argv, log)
         worker = _Worker(WorkerRef(wid, (), process.pid), process, notes)
         self._workers[wid] = worker
@@ -223,11 +236,17 @@ class LangGraphEngine:
     # -- observation ----------------------------------------------------------------------------
 
     def client(self) -> SessionAPI:
+        if self.guard is not None:
+            return GuardedSessions(self.store, self.checkpoints, self.setup.config, self.guard)
         return LangGraphSessions(self.store, self.checkpoints, self.setup.config)
 
     def server_log(self) -> ServerLog:
-        return server_log([w.notes for w in self._workers.values()], self.store,
-                          self.checkpoints, self.lost)
+        notes = [w.notes for w in self._workers.values()]
+        if self.guard is not None:
+            return server_log(notes, GuardInbox(self.guard).approvals().values(),
+                              self.checkpoints, self.lost, hand_outs(self.guard),
+                              results_delivered(self.guard))
+        return server_log(notes, self.store.approvals().values(), self.checkpoints, self.lost)
 
     def close(self) -> None:
         if self._closed:

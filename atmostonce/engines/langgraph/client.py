@@ -124,11 +124,14 @@ class LangGraphSessions:
 
     def _snapshot(self, session_id: str) -> AgentSnapshot:
         calls = self.store.calls(session_id)
-        waiting = {key for key, row in self.store.approvals(session_id).items()
-                   if row.state is ApprovalState.WAITING}
-        return snapshot_of(session_id, calls, waiting,
+        return snapshot_of(session_id, calls, self.waiting(session_id),
                            thread_messages(self.checkpoints, session_id),
                            self.store.user_messages(session_id))
+
+    def waiting(self, session_id: str) -> set[str]:
+        """The keys of the session's calls whose approval the inbox still waits for."""
+        return {key for key, row in self.store.approvals(session_id).items()
+                if row.state is ApprovalState.WAITING}
 
     async def send_user_message(self, session_id: str, text: str) -> bool:
         sent = await asyncio.to_thread(self.store.add_user_message, session_id, text)

@@ -1,11 +1,12 @@
 """The agent's graph of each variant, built as LangGraph's and LangChain's documentation show,
-with the kit's tools and approval step (`tools.KITS`) and the page's retries.
+with the kit's tools and approval step (`kits.KITS`) and the page's retries.
 
 - `create_agent`: `create_agent(model, tools, middleware=[approval..., ToolRetryMiddleware])`;
   each tool call of a model message runs as its own task. Retries come from LangChain's
   `ToolRetryMiddleware`, max_attempts attempts in all, for what `tools.retryable` says: a
   failure outside the tool of a call whose kept policy allows retries (CallTool); a call
-  without them is never retried (CallSingleAttemptTool).
+  without them is never retried (CallSingleAttemptTool). A kit that retries itself (the
+  guard's) gets no `ToolRetryMiddleware`.
 - `tool_node`: a `StateGraph` over `MessagesState`: the model's node, then every call of its
   message in a `ToolNode`, the calls with retries in `tools` (LangGraph's `RetryPolicy`, which
   runs the whole node again), the others in `tools_once` (no retry policy), then the model
@@ -41,6 +42,9 @@ def build(variant: Variant, model: BaseChatModel, kit: ToolKit, store: AppStore,
           checkpointer: BaseCheckpointSaver[Any], config: ExecutorConfig) -> Any:
     """The compiled graph of `variant` (see the module docstring)."""
     if variant.graph is Graph.CREATE_AGENT:
+        if not kit.retries:
+            return create_agent(model, kit.tools, middleware=kit.middleware,
+                                checkpointer=checkpointer)
         retries = ToolRetryMiddleware(max_retries=config.max_attempts - 1, retry_on=retryable,
                                       on_failure=exhausted_text,
                                       initial_delay=config.retry_backoff, backoff_factor=0.0,

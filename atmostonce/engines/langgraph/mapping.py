@@ -65,7 +65,7 @@ class Durability(enum.Enum):
 @dataclass(frozen=True)
 class Variant:
     """One way a team builds the page on LangGraph; `kit` names the function that builds its
-    tool functions and approval step (`tools.KITS`), the seam a guarded variant swaps."""
+    tool functions and approval step (`kits.KITS`), the seam a guarded variant swaps."""
 
     name: str
     graph: Graph
@@ -74,8 +74,12 @@ class Variant:
 
     @property
     def approvals(self) -> str:
-        return ("HumanInTheLoopMiddleware" if self.graph is Graph.CREATE_AGENT
-                else "interrupt() in the tool")
+        return APPROVALS_BY_KIT[self.kit]
+
+
+APPROVALS_BY_KIT = {"hitl": "HumanInTheLoopMiddleware", "interrupt": "interrupt() in the tool",
+                    "guard": "the guard's approval step (interrupt() per call, the decision "
+                             "kept in the guard's journal)"}
 
 
 VARIANTS: dict[str, Variant] = {v.name: v for v in (
@@ -83,6 +87,7 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
     Variant("create_agent_sync", Graph.CREATE_AGENT, Durability.SYNC, "hitl"),
     Variant("tool_node", Graph.TOOL_NODE, Durability.ASYNC, "interrupt"),
     Variant("tool_node_sync", Graph.TOOL_NODE, Durability.SYNC, "interrupt"),
+    Variant("guarded", Graph.CREATE_AGENT, Durability.ASYNC, "guard"),
 )}
 """Each variant by the name its factory has in `atmostonce.engines.langgraph`; the bare names
 run LangGraph's default durability, "async"."""

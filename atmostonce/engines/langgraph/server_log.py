@@ -7,9 +7,12 @@ clients saw and the ledger. There is no server: the facts come from the agent pr
 - `ResultDelivered` for each attempt whose tool message the checkpoint file holds, at the
   first `delivering` note of it: the result reached the graph's durable state then (a note
   whose write never landed, its process killed in between, is left out);
-- from the approval inbox: `TimerStarted` for each call that waits for approval (its deadline
-  starts at the ask), `ApprovalAnswered` for each answer taken, `TimerFired` when the
-  deadline was found passed;
+- `HandedOut` for each intent in a guard's journal (the guarded variant notes no `started`),
+  and `ResultDelivered` for each result a tool gave that the journal kept, in place of the
+  `delivering` notes;
+- from the approval inbox (the application's store, or a guard's journal): `TimerStarted`
+  for each call that waits for approval (its deadline starts at the ask), `ApprovalAnswered`
+  for each answer taken, `TimerFired` when the deadline was found passed;
 - `WorkerDeclaredLost` when the adapter handed a dead process's threads to the others.
 """
 
@@ -22,22 +25,25 @@ from atmostonce.check.history import entries as h
 from atmostonce.engines.adapter import RunEndSeen, ServerLog
 from atmostonce.engines.langgraph.checkpoints import durable_attempts
 from atmostonce.engines.langgraph.notes import read_notes
-from atmostonce.engines.langgraph.store import AppStore
+from atmostonce.engines.langgraph.store import ApprovalRow
 from atmostonce.spec.approval import REPLY_TEXT, ApprovalReply
 from atmostonce.spec.protocol import TimerKind
 
 _ACCEPTED = REPLY_TEXT[ApprovalReply.ACCEPTED]
 
 
-def server_log(notes_files: Iterable[Path], store: AppStore, checkpoints: Path,
-               lost: Sequence[tuple[float, str]]) -> ServerLog:
-    """The ServerLog of one run (see the module docstring); `lost` is (when, worker name) for
-    each process whose threads went to others."""
+def server_log(notes_files: Iterable[Path], approvals: Iterable[ApprovalRow], checkpoints: Path,
+               lost: Sequence[tuple[float, str]], hand_outs: Sequence[h.Entry] = (),
+               delivered: Sequence[h.Entry] | None = None) -> ServerLog:
+    """The ServerLog of one run (see the module docstring); `approvals` is the inbox, `lost`
+    is (when, worker name) for each process whose threads went to others, `hand_outs` the
+    hand-outs a guard's journal holds (its agent processes note none), and `delivered` the
+    results it kept, which then stand for the `delivering` notes."""
     log = ServerLog()
-    durable = durable_attempts(checkpoints)
+    durable = durable_attempts(checkpoints) if delivered is None else set()
     entries: list[h.Entry] = []
-    delivered: dict[str, h.ResultDelivered] = {}
-    hand_outs = 0
+    results: dict[str, h.ResultDelivered] = {}
+    hand_outs_noted = 0
     for path in notes_files:
         for note in read_notes(path):
             at = float(note.get("at", 0.0))
@@ -49,17 +55,19 @@ def server_log(notes_files: Iterable[Path], store: AppStore, checkpoints: Path,
                 key = str(note.get("key", ""))
                 entries.append(h.HandedOut(at, worker, attempt, key, str(note.get("tool", "")),
                                            True, key))
-                hand_outs += 1
+                hand_outs_noted += 1
             elif kind == "ended":
                 log.run_ends.append(RunEndSeen(at, worker, attempt,
                                                ok if isinstance(ok, bool) else None))
-            elif kind == "delivering" and attempt in durable:
-                seen = delivered.get(attempt)
+            elif kind == "delivering" and delivered is None and attempt in durable:
+                seen = results.get(attempt)
                 if seen is None or at < seen.at:
-                    delivered[attempt] = h.ResultDelivered(at, str(note.get("of", worker)),
+                    results[attempt] = h.ResultDelivered(at, str(note.get("of", worker)),
                                                            attempt, ok is True)
-    entries += delivered.values()
-    for row in store.approvals().values():
+    entries += results.values() if delivered is None else delivered
+    entries += hand_outs
+    hand_outs_seen = hand_outs_noted + len(hand_outs)
+    for row in approvals:
         entries.append(h.TimerStarted(row.asked, TimerKind.APPROVAL_DEADLINE, row.key, row.key))
         if row.answered is not None and row.approve is not None:
             entries.append(h.ApprovalAnswered(row.answered, row.key, row.approve, True,
@@ -70,7 +78,9 @@ def server_log(notes_files: Iterable[Path], store: AppStore, checkpoints: Path,
     entries += [h.WorkerDeclaredLost(at, worker) for at, worker in lost]
     log.entries = sorted(entries, key=lambda e: e.at)
     log.notes.append(
-        f"{hand_outs} attempts, each noted by the agent process that ran its tool (LangGraph "
-        f"hands nothing out); {len(delivered)} results that reached the checkpoints; "
-        f"{len(lost)} agent processes whose threads were handed on")
+        f"{hand_outs_seen} attempts, each noted by the agent process that ran its tool or "
+        f"written by the guard before it (LangGraph hands nothing out); "
+        f"{len(results) if delivered is None else len(delivered)} results that reached the "
+        f"checkpoints or the guard's journal; {len(lost)} agent processes whose threads "
+        "were handed on")
     return log

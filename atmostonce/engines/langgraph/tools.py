@@ -1,7 +1,7 @@
-"""The seam of every variant: one small function (`KITS`, picked by the variant's `kit`) builds
-the tool functions the graph runs and the approval step that holds them back, from what an
-agent process gives them (`RunContext`). A guarded variant swaps this function and keeps the
-rest of the adapter.
+"""The seam of every variant: one small function (a kit, picked by the variant's `kit` from
+`kits.KITS`) builds the tool functions the graph runs and the approval step that holds them
+back, from what an agent process gives them (`RunContext`). The guarded variant swaps this
+function (`guarded.guard_kit`) and keeps the rest of the adapter.
 
 The page's kits wrap each of the four demo tools (`atmostonce.runtime.tools`) in a LangChain
 tool whose run is one attempt of the call (`RunContext.attempt`): note the hand-out, tell the
@@ -41,6 +41,7 @@ from pydantic import BaseModel, ConfigDict
 from atmostonce.engines.langgraph import mapping
 from atmostonce.engines.langgraph.notes import Notes
 from atmostonce.engines.langgraph.store import ApprovalRow, AppStore, CallRow
+from atmostonce.guard import Guard
 from atmostonce.runtime.ledger_client import AsyncLedger
 from atmostonce.runtime.tools import TOOLS, Behaviour, Fenced, WriteResult, run_tool
 from atmostonce.spec.approval import ApprovalState
@@ -103,6 +104,8 @@ class RunContext:
     table: Mapping[str, Behaviour]
     runs: Counter[str] = field(default_factory=Counter)
     """Runs of each call at this process, to number its attempts."""
+    guard: Guard | None = None
+    """The guard over the shared journal, for a guarded variant's kit."""
 
     def call(self, config: RunnableConfig, tool_call_id: str) -> CallRow:
         """The call the model asked under `tool_call_id` in the config's thread."""
@@ -112,12 +115,14 @@ class RunContext:
             raise SpecError(f"no call {tool_call_id!r} was asked in thread {thread!r}")
         return found
 
-    async def attempt(self, call: CallRow, tool_call_id: str,
-                      arguments: Mapping[str, Any]) -> ToolMessage:
-        """One attempt of `call` at this process (see the module docstring)."""
-        self.runs[call.key] += 1
-        attempt = f"{call.key}#{self.worker}.{self.runs[call.key]}"
-        self.notes.note("started", attempt=attempt, key=call.key, tool=call.tool)
+    async def execute(self, call: CallRow, attempt: str, arguments: Mapping[str, Any],
+                      hand_out: bool = True) -> tuple[bool, str]:
+        """Run the tool as `attempt` of `call`: whether it returned and its output. With
+        `hand_out`, the run is noted as the attempt's hand-out first (LangGraph hands nothing
+        out); a guarded run's hand-out is the intent in the guard's journal instead. A failure
+        outside the tool after the run began is a `ToolInfrastructureError`."""
+        if hand_out:
+            self.notes.note("started", attempt=attempt, key=call.key, tool=call.tool)
         run = _Run(self.ledger, self.worker, attempt, call.key, call.tool)
         try:
             await self.ledger.request({"op": "run_started", "worker": self.worker,
@@ -126,10 +131,8 @@ class RunContext:
                                         run, self.table)
         except (SpecError, OSError, Fenced) as error:
             self.notes.note("ended", attempt=attempt, ok=None)
-            if call.retries_allowed:
-                raise ToolInfrastructureError(f"{call.tool}: {error}",
-                                              read=call.effect is EffectClass.READ) from None
-            return self._message(call, tool_call_id, attempt, mapping.unknown())
+            raise ToolInfrastructureError(f"{call.tool}: {error}",
+                                          read=call.effect is EffectClass.READ) from None
         except BaseException:  # LangGraph cancelled the run: it ends here, unfinished
             self.ledger.send({"op": "run_ended", "worker": self.worker, "attempt": attempt,
                               "end": "stopped", "output": "cancelled by the graph"})
@@ -138,6 +141,19 @@ class RunContext:
         self.ledger.send({"op": "run_ended", "worker": self.worker, "attempt": attempt,
                           "end": "returned" if ok else "tool_failed", "output": output})
         self.notes.note("ended", attempt=attempt, ok=ok)
+        return ok, output
+
+    async def attempt(self, call: CallRow, tool_call_id: str,
+                      arguments: Mapping[str, Any]) -> ToolMessage:
+        """One attempt of `call` at this process (see the module docstring)."""
+        self.runs[call.key] += 1
+        attempt = f"{call.key}#{self.worker}.{self.runs[call.key]}"
+        try:
+            ok, output = await self.execute(call, attempt, arguments)
+        except ToolInfrastructureError:
+            if call.retries_allowed:
+                raise
+            return self._message(call, tool_call_id, attempt, mapping.unknown())
         result = mapping.returned(output) if ok else mapping.tool_failed(output)
         return self._message(call, tool_call_id, attempt, result)
 
@@ -160,13 +176,26 @@ class ApprovalStep(Protocol):
         ...
 
 
+class Inbox(Protocol):
+    """Where an agent process reads the answers to the graph's interrupts: the application's
+    store, or the guard's journal."""
+
+    def approvals(self, thread: str | None = None) -> dict[str, ApprovalRow]: ...
+
+    def expire(self, keys: list[str]) -> list[str]: ...
+
+
 @dataclass(frozen=True)
 class ToolKit:
-    """What a kit builds: the tools, the middleware `create_agent` adds, the approval step."""
+    """What a kit builds: the tools, the middleware `create_agent` adds, the approval step and
+    its inbox, and whether the graph adds LangGraph's or LangChain's retries (a guard retries
+    itself, counting attempts in its journal)."""
 
     tools: list[BaseTool]
     middleware: list[AgentMiddleware[Any, Any, Any]]
     approval: ApprovalStep
+    inbox: Inbox
+    retries: bool = True
 
 
 Kit = Callable[[RunContext], ToolKit]
@@ -183,7 +212,7 @@ class DemoArguments(BaseModel):
 ToolFunction = Callable[..., Any]
 
 
-def _tool(name: str, function: ToolFunction) -> BaseTool:
+def demo_tool(name: str, function: ToolFunction) -> BaseTool:
     return StructuredTool.from_function(coroutine=function, name=name,
                                         description=TOOLS[name].summary,
                                         args_schema=DemoArguments)
@@ -225,7 +254,8 @@ def interrupt_kit(ctx: RunContext) -> ToolKit:
 
         return run
 
-    return ToolKit([_tool(name, function(name)) for name in TOOLS], [], InToolApproval())
+    return ToolKit([demo_tool(name, function(name)) for name in TOOLS], [], InToolApproval(),
+                   ctx.store)
 
 
 # -- create_agent: HumanInTheLoopMiddleware --------------------------------------------------------
@@ -271,12 +301,8 @@ def hitl_kit(ctx: RunContext) -> ToolKit:
     gate: InterruptOnConfig = {"allowed_decisions": [APPROVE, REJECT], "when": needs_approval,
                                "description": describe}
     middleware = HumanInTheLoopMiddleware(dict.fromkeys(TOOLS, gate))
-    return ToolKit([_tool(name, function(name)) for name in TOOLS], [middleware],
-                   MiddlewareApproval())
-
-
-KITS: dict[str, Kit] = {"interrupt": interrupt_kit, "hitl": hitl_kit}
-"""Each kit by the name a variant picks (`mapping.Variant.kit`)."""
+    return ToolKit([demo_tool(name, function(name)) for name in TOOLS], [middleware],
+                   MiddlewareApproval(), ctx.store)
 
 
 def exhausted_text(error: Exception) -> str:

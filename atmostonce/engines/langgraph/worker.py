@@ -40,11 +40,13 @@ from langgraph.types import Command, Interrupt
 
 from atmostonce.engines.langgraph import graphs
 from atmostonce.engines.langgraph.checkpoints import open_saver
+from atmostonce.engines.langgraph.guarded import journal_guard
+from atmostonce.engines.langgraph.kits import KITS
 from atmostonce.engines.langgraph.mapping import VARIANTS, Variant
 from atmostonce.engines.langgraph.model import QUIET, ScriptedChatModel, asked_ids, next_turn
 from atmostonce.engines.langgraph.notes import Notes
 from atmostonce.engines.langgraph.store import AppStore
-from atmostonce.engines.langgraph.tools import KITS, RunContext, ToolKit
+from atmostonce.engines.langgraph.tools import RunContext, ToolKit
 from atmostonce.runtime.ledger_client import worker_ledger
 from atmostonce.runtime.options import add_config_arguments, config_from_args
 from atmostonce.runtime.processes import exit_with_parent
@@ -142,11 +144,11 @@ class Agent:
         """The resume command for the interrupts the inbox has answers for, or how long to
         wait for one (see the module docstring)."""
         keys = [key for i in interrupts for key in self.kit.approval.keys(i.value)]
-        inbox = await asyncio.to_thread(self.store.approvals, thread)
+        inbox = await asyncio.to_thread(self.kit.inbox.approvals, thread)
         now = time.monotonic()
         due = [k for k in keys if k in inbox and inbox[k].deadline <= now]
-        if due and await asyncio.to_thread(self.store.expire, due):
-            inbox = await asyncio.to_thread(self.store.approvals, thread)
+        if due and await asyncio.to_thread(self.kit.inbox.expire, due):
+            inbox = await asyncio.to_thread(self.kit.inbox.approvals, thread)
         answers = {}
         for i in interrupts:
             value = self.kit.approval.resume(i.value, inbox)
@@ -190,7 +192,8 @@ async def run(args: argparse.Namespace, variant: Variant, config: ExecutorConfig
     ledger = await worker_ledger(args.ledger, read_token(Path(args.token_file)), name,
                                   CONNECT_FOR)
     saver = await open_saver(Path(args.checkpoints), notes)
-    ctx = RunContext(name, store, ledger, notes, behaviours())
+    guard = journal_guard(Path(args.guard_journal), config) if args.guard_journal else None
+    ctx = RunContext(name, store, ledger, notes, behaviours(), guard=guard)
     kit = KITS[variant.kit](ctx)
     graph = graphs.build(variant, ScriptedChatModel(store=store), kit, store, saver, config)
     agent = Agent(name, variant, graph, kit, store)
@@ -215,6 +218,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--token-file", required=True, metavar="PATH")
     parser.add_argument("--name", required=True)
     parser.add_argument("--events", required=True, metavar="PATH")
+    parser.add_argument("--guard-journal", metavar="PATH",
+                        help="the guard's journal, shared by every agent process (guarded)")
     add_config_arguments(parser)
     return parser
 
