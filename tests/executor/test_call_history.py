@@ -48,6 +48,31 @@ def test_the_history_shows_each_attempt_queued_handed_started_and_ended_with_tim
     assert [a.reached for a in view.attempts] == [True, False]
 
 
+@pytest.mark.clause("D-30", "D-5", "TC-REC-NOTRUN", "TC-REC-LOST")
+def test_the_history_and_the_error_name_each_attempts_progress_as_dex_does() -> None:
+    """An attempt that ended without the tool's answer shows its progress in Dex's three
+    names: NOT_STARTED when it never left the queue, NOT_COMPLETED once handed out; one the
+    tool answered shows none; and the call's record's error names the progress too."""
+    d = ready()
+    key = d.ask("lookup", "c1")
+    d.fire(TimerKind.QUEUE_TIMEOUT, f"{key}#1")
+    d.fire(TimerKind.RETRY_BACKOFF, key)
+    go = d.poll("w1")
+    assert go is not None
+    d.fire(TimerKind.HEARTBEAT_TIMEOUT, "w1")
+    view = d.view(key)
+    assert [a.progress for a in view.attempts] == [AttemptProgress.NOT_STARTED,
+                                                   AttemptProgress.NOT_COMPLETED]
+    assert view.status is ToolCallStatus.FAILED
+    assert view.error.endswith("(attempt progress NOT_COMPLETED)")
+    unreached = d.ask("cancel", "c2")
+    d.fire(TimerKind.QUEUE_TIMEOUT, f"{unreached}#1")
+    assert d.view(unreached).error.endswith("(attempt progress NOT_STARTED)")
+    answered = d.ask("cancel", "c3")
+    d.run("w2", ok=True)
+    assert [a.progress for a in d.view(answered).attempts] == [None]
+
+
 @pytest.mark.clause("D-30", "D-5", "TC-REC-LOST")
 def test_a_hand_out_without_started_counts_as_reached_in_the_history() -> None:
     d = ready()

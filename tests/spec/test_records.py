@@ -17,6 +17,7 @@ from atmostonce.spec.records import (
     DID_NOT_RUN_PREFIX,
     OUTCOME_UNKNOWN_ERROR,
     AttemptEnd,
+    AttemptProgress,
     Decision,
     FailureKind,
     Record,
@@ -25,6 +26,7 @@ from atmostonce.spec.records import (
     decide,
     record_of,
     rejected,
+    unknown_detail,
 )
 
 READ = EffectClass.READ
@@ -112,6 +114,41 @@ def test_every_attempt_unreached_records_failed_safe_to_call_again(effect: Effec
     outcome = record_of(decision)
     assert outcome.record is Record.FAILED
     assert outcome.error.startswith(DID_NOT_RUN_PREFIX)
+
+
+PAGE_DID_NOT_RUN = "the tool did not run, so it is safe to call again"
+"""The opening the page gives the error of a call no attempt of which reached a worker, typed
+here from the page (Tool call outcomes), not taken from the spec's constant."""
+DEX_NOT_RUN_PREFIX = "the tool did not run, so it is safe to call again"
+"""Dex's TOOL_CALL_NOT_RUN_ERROR_PREFIX, as its release notes print it (superdurable/dex
+agents/v0.2.0, "Tool calls that never ran"): the prefix, then ": ", then the recovery detail."""
+
+
+@pytest.mark.clause("TC-REC-NOTRUN", "D-10", "D-5")
+@pytest.mark.parametrize("effect", list(EffectClass))
+def test_the_did_not_run_error_is_the_pages_and_dexs_wording_word_for_word(
+        effect: EffectClass) -> None:
+    """The error opens with the page's words exactly, which are Dex's prefix exactly, followed
+    as in Dex by ': ' and the detail, which names the attempt progress NOT_STARTED."""
+    assert PAGE_DID_NOT_RUN == DEX_NOT_RUN_PREFIX
+    attempts = 3 if retries_allowed(effect) else 1
+    error = record_of(classify_attempts(effect, (NR,) * attempts, attempts)).error
+    assert error == (f"{PAGE_DID_NOT_RUN}: no attempt reached a worker "
+                     "(attempt progress NOT_STARTED)")
+    assert error.split(": ", 1)[0] == DEX_NOT_RUN_PREFIX
+    assert DID_NOT_RUN_PREFIX == PAGE_DID_NOT_RUN
+
+
+@pytest.mark.clause("D-5", "D-30", "D-31")
+def test_attempt_progress_has_dexs_three_names_and_unspecified_counts_as_reached() -> None:
+    assert [p.value for p in AttemptProgress] == ["NOT_STARTED", "NOT_COMPLETED", "UNSPECIFIED"]
+    assert [p.reached_worker for p in AttemptProgress] == [False, True, True]
+    assert {end: AttemptProgress.of_end(end) for end in AttemptEnd} == {
+        NR: AttemptProgress.NOT_STARTED, LOST: AttemptProgress.NOT_COMPLETED,
+        CAN: AttemptProgress.NOT_COMPLETED, RET: None, TF: None}
+    for end in (LOST, CAN):
+        error = record_of(classify_attempts(NONIDEM, (end,), 1), unknown_detail(end)).error
+        assert error.endswith("(attempt progress NOT_COMPLETED)"), error
 
 
 @pytest.mark.clause("TC-REC-LOST", "TC-REC-RETRY")
