@@ -53,7 +53,8 @@ class MessageRole(enum.Enum):
 OUTCOME_UNKNOWN_TOOL_RESULT = "[outcome_unknown] the tool may or may not have taken effect"
 
 # D-20, F-7: how the tool result of a failed call opens when the tool may still be running (a
-# cancelled or timed-out attempt, D-4); `reconcile --include-cancelled` looks for it.
+# cancelled or timed-out attempt under D-4's other choice); `reconcile --include-cancelled`
+# looks for it.
 MAY_STILL_BE_RUNNING_TOOL_RESULT = (
     f"{Record.FAILED.value}: {failure_text(FailureKind.MAY_STILL_BE_RUNNING)}"
 )
