@@ -33,7 +33,7 @@ if TYPE_CHECKING:
         ExecutorConfig,
         ExecutorFactory,
     )
-    from atmostonce.spec.records import AttemptEnd, Record
+    from atmostonce.spec.records import AttemptEnd, AttemptProgress, Record
     from atmostonce.spec.session import (
         AgentSnapshot,
         AttemptView,
@@ -60,6 +60,7 @@ _HOME: dict[str, str] = {
     # records, statuses and what get_agent_snapshot returns
     "Record": "atmostonce.spec.records",
     "AttemptEnd": "atmostonce.spec.records",
+    "AttemptProgress": "atmostonce.spec.records",
     "ToolCallStatus": "atmostonce.spec.session",
     "AgentSnapshot": "atmostonce.spec.session",
     "ToolCallView": "atmostonce.spec.session",
@@ -89,6 +90,7 @@ __all__ = [
     "AnswerReply",
     "AsyncClient",
     "AttemptEnd",
+    "AttemptProgress",
     "AttemptView",
     "Client",
     "Command",

@@ -166,6 +166,8 @@ def _model_config(args: argparse.Namespace) -> ModelConfigT:
         changes["ledger"] = args.ledger
     if args.fence:
         changes["fence"] = True
+    if args.cancel_records_failed:
+        changes["cancel_records_failed"] = True
     if args.session_default is not None:
         changes["session_default"] = EffectClass.parse(args.session_default)
     if args.hints_keep_default:
@@ -330,6 +332,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="how a non-idempotent write's service treats repeats (default plain)")
     check.add_argument("--fence", action="store_true",
                        help="model the executor's fence option (decision D-6)")
+    check.add_argument("--cancel-records-failed", action="store_true",
+                       help="model D-4's other choice: a cancelled single attempt that reached "
+                       "a worker records failed, 'may still be running' (finding F-7), not "
+                       "outcome_unknown")
     check.add_argument("--mutant", metavar="NAME", help="check a deliberately broken model "
                        "(see `atmostonce mutants`)")
     check.add_argument("--all-violations", action="store_true",

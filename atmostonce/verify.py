@@ -94,8 +94,8 @@ def check_proofs(meter: Meter = QUIET) -> CheckResult:
 
 def check_model(report: bool = False, meter: Meter = QUIET) -> CheckResult:
     """The exhaustive model check at the default bound: every always-property holds, every
-    sometimes-property is witnessed, findings F-6 and F-7 and both choices of D-22 are
-    established."""
+    sometimes-property is witnessed, findings F-6 and F-7 and both choices of D-4 and D-22
+    are established."""
     from atmostonce.model import check
 
     meter.update(0, total=check.states_expected(check.DEFAULT))
@@ -113,7 +113,7 @@ def check_model(report: bool = False, meter: Meter = QUIET) -> CheckResult:
         "model", "exhaustive check", checked.ok,
         f"{r.states:,} states, {r.transitions:,} transitions, depth {r.depth}, "
         f"{r.seconds:.1f} s; {len(r.violations)} violations, {len(r.witnesses)} "
-        f"sometimes-properties witnessed; findings F-6, F-7 and D-22's choices "
+        f"sometimes-properties witnessed; findings F-6, F-7 and D-4's and D-22's choices "
         f"{'established' if all(c.holds for c in checked.claims) else 'NOT established'}",
         details,
         {"states": r.states, "transitions": r.transitions, "depth": r.depth,
@@ -129,14 +129,16 @@ def check_model(report: bool = False, meter: Meter = QUIET) -> CheckResult:
 
 CONFORMANCE_DEPTH = 9
 """Schedules are replayed up to this many model steps: every transition out of every state
-within it, each after the state's shortest schedule, once with the fence off and once on."""
+within it, each after the state's shortest schedule, once with the fence off, once on, and
+once with the fence off under D-4's other choice (a cancelled single attempt records failed)."""
 
 
 def check_conformance(path: str, factory: ExecutorFactory, report: bool = False,
                       meter: Meter = QUIET) -> CheckResult:
     """The executor, driven in lockstep with the model through every transition within the
-    depth (fence off and on at once when `path` loads `factory` again), does only what the
-    model allows and agrees with it on every observable; then it
+    depth (fence off and on, and under D-4's other choice, at once when `path` loads `factory`
+    again), does only what the model allows and agrees with it on every observable, each time
+    judged by the choice of D-4 its configuration declares; then it
     must pass the probes of fresh executors (`atmostonce.check.probes.table`): refuse the bad
     input those schedules never give it, resolve every policy input the way the spec does,
     fence just what D-6 names and show after a restart every record as before."""
@@ -149,15 +151,17 @@ def check_conformance(path: str, factory: ExecutorFactory, report: bool = False,
     details: list[str] = []
     schedules = steps = 0
     verdict = "0 disagreements"
-    configs = (DEFAULT, DEFAULT.with_(fence=True))
+    configs = (DEFAULT, DEFAULT.with_(fence=True), DEFAULT.with_(cancel_records_failed=True))
     failing: list[tuple[ModelConfigT, str, list[str], str]] = []
-    meter.update(0, note="fence off and on")
+    meter.update(0, note="fence off and on, and D-4's other choice")
     started = time.monotonic()
     replays = replay_all(configs, path, factory, CONFORMANCE_DEPTH,
                          lambda done, total: meter.update(done, total=total))
     seconds = time.monotonic() - started
     for config, result in zip(configs, replays, strict=False):
         fence = f"fence {'on' if config.fence else 'off'}"
+        if config.cancel_records_failed:
+            fence += ", D-4's other choice: a cancel records failed"
         schedules += result.schedules
         steps += result.steps
         for log, message in result.breaches[:1]:

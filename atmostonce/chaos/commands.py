@@ -76,6 +76,9 @@ def register(subparsers: Any) -> None:
                        help="seed of the workload and the fault schedule (default 0)")
     chaos.add_argument("--fence", action="store_true",
                        help="run the executor with its fence on (D-6)")
+    chaos.add_argument("--cancel-records-failed", action="store_true",
+                       help="run the engine under D-4's other choice: a cancelled single "
+                       "attempt records failed, 'may still be running' (F-7), and judge it so")
     chaos.add_argument("--engine", default=DEFAULT_ENGINE, metavar="MODULE:FACTORY",
                        help="the engine adapter: a factory taking an EngineSetup and returning "
                        f"an atmostonce.engines.adapter.Engine (default {DEFAULT_ENGINE})")
@@ -150,7 +153,9 @@ def cmd_chaos(args: argparse.Namespace) -> int:
     options = ChaosOptions(duration=args.duration, workers=args.workers,
                            nemesis=_nemeses(args.nemesis), seed=args.seed,
                            pace=args.pace, cuts=_cuts(args.cuts), min_faults=args.min_faults,
-                           fence=args.fence, engine=args.engine, executor=args.executor,
+                           fence=args.fence,
+                           cancel_records_failed=args.cancel_records_failed,
+                           engine=args.engine, executor=args.executor,
                            workdir=args.workdir)
     signal.signal(signal.SIGTERM, _interrupt)
     with progress.board(args.json) as shown:

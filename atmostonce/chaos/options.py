@@ -36,6 +36,8 @@ class ChaosOptions:
     nemesis: tuple[NemesisKind, ...] = tuple(NemesisKind)
     seed: int = 0
     fence: bool = False
+    cancel_records_failed: bool = False
+    """D-4's other choice, declared to the engine and to the checkers that judge it."""
     engine: str = DEFAULT_ENGINE
     executor: str = DEFAULT_EXECUTOR
     pace: float = 1.0
@@ -77,7 +79,8 @@ class ChaosOptions:
 
     @property
     def config(self) -> ExecutorConfig:
-        return replace(CHAOS_CONFIG, fence=self.fence)
+        return replace(CHAOS_CONFIG, fence=self.fence,
+                       cancel_records_failed=self.cancel_records_failed)
 
     def command(self) -> str:
         """The command that runs the same seed, workload and fault schedule again (the real
@@ -93,6 +96,8 @@ class ChaosOptions:
             parts.append(f"--cuts {','.join(c.value for c in self.cuts)}")
         if self.fence:
             parts.append("--fence")
+        if self.cancel_records_failed:
+            parts.append("--cancel-records-failed")
         if self.engine != DEFAULT_ENGINE:
             parts.append(f"--engine {self.engine}")
         if self.executor != DEFAULT_EXECUTOR:

@@ -138,7 +138,8 @@ class AttemptRules(PolicyRules):
         slot = (policy.effect._value_, end._value_, call.attempts_made, limit, call.reached)
         found = self._decisions.get(slot)
         if found is None:
-            found = decide(policy.effect, end, call.attempts_made, limit, call.reached)
+            found = decide(policy.effect, end, call.attempts_made, limit, call.reached,
+                           self.config.cancel_records_failed)
             self._decisions[slot] = found
         return found
 

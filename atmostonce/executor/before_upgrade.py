@@ -15,7 +15,13 @@ from atmostonce.executor import journal
 from atmostonce.executor.core import ReferenceExecutor
 from atmostonce.executor.state import Call, Phase
 from atmostonce.spec.protocol import Command, Executor, ExecutorConfig, Persist
-from atmostonce.spec.records import OUTCOME_UNKNOWN_ERROR, AttemptEnd, Outcome, Record
+from atmostonce.spec.records import (
+    OUTCOME_UNKNOWN_ERROR,
+    UNSPECIFIED_DETAIL,
+    AttemptEnd,
+    Outcome,
+    Record,
+)
 
 
 class BeforeUpgrade(ReferenceExecutor):
@@ -30,7 +36,8 @@ class BeforeUpgrade(ReferenceExecutor):
             return
         self.state.end(attempt, AttemptEnd.NOT_REACHED, at)
         out.append(Persist(journal.ended_entry(at, attempt, AttemptEnd.NOT_REACHED, False, "")))
-        self.finalize(call, Outcome(Record.OUTCOME_UNKNOWN, OUTCOME_UNKNOWN_ERROR), "", at, out)
+        error = f"{OUTCOME_UNKNOWN_ERROR}: {UNSPECIFIED_DETAIL}"
+        self.finalize(call, Outcome(Record.OUTCOME_UNKNOWN, error), "", at, out)
 
 
 def executor(config: ExecutorConfig) -> Executor:

@@ -143,6 +143,27 @@ class _CancelSaysDidNotRun(ReferenceExecutor):
         return super().decision(call, end)
 
 
+def _cancel_decided_as(executor: ReferenceExecutor, call: Call, fails: bool) -> Decision:
+    """A cancelled single attempt decided by a fixed choice of D-4, whatever is declared."""
+    policy = executor.policy_of(call)
+    return decide(policy.effect, AttemptEnd.CANCELLED, call.attempts_made,
+                  executor.max_attempts(policy), call.reached, fails)
+
+
+class _CancelRecordsFailedUndeclared(ReferenceExecutor):
+    def decision(self, call: Call, end: AttemptEnd) -> Decision:
+        if end is AttemptEnd.CANCELLED and self.single(call):
+            return _cancel_decided_as(self, call, True)
+        return super().decision(call, end)
+
+
+class _CancelRecordsFailedIgnored(ReferenceExecutor):
+    def decision(self, call: Call, end: AttemptEnd) -> Decision:
+        if end is AttemptEnd.CANCELLED and self.single(call):
+            return _cancel_decided_as(self, call, False)
+        return super().decision(call, end)
+
+
 class _TimeoutWithoutCancel(ReferenceExecutor):
     def on_run_timeout(self, attempt_id: str, at: float) -> list[Command]:
         return [c for c in super().on_run_timeout(attempt_id, at) if not isinstance(c, Cancel)]
@@ -240,6 +261,19 @@ def cancel_says_did_not_run(config: ExecutorConfig) -> Executor:
     return _CancelSaysDidNotRun(config)
 
 
+def cancel_records_failed_undeclared(config: ExecutorConfig) -> Executor:
+    """A cancelled single-attempt call records failed 'may still be running' though the
+    executor declares D-4's default, outcome_unknown: the old answer, kept without saying so
+    (D-4, F-7)."""
+    return _CancelRecordsFailedUndeclared(config)
+
+
+def cancel_records_failed_ignored(config: ExecutorConfig) -> Executor:
+    """The option `cancel_records_failed` is ignored: a cancelled single-attempt call records
+    outcome_unknown though the executor declares D-4's other choice (D-4)."""
+    return _CancelRecordsFailedIgnored(config)
+
+
 def timeout_without_cancel(config: ExecutorConfig) -> Executor:
     """A run timeout ends the attempt and records its call, but the worker running it is never
     told to stop (TC-AMO-3)."""
@@ -304,6 +338,13 @@ _MUTANTS: tuple[ExecutorMutant, ...] = (
     ExecutorMutant("cancel_says_did_not_run", cancel_says_did_not_run, "D-4",
                    "a cancelled single-attempt call is recorded as never run",
                    PropertyId.A_DID_NOT_RUN_TRUE),
+    ExecutorMutant("cancel_records_failed_undeclared", cancel_records_failed_undeclared, "D-4",
+                   "a cancelled single-attempt call records failed, 'may still be running', "
+                   "though the executor declares D-4's default, outcome_unknown",
+                   PropertyId.A_EXHAUSTED_RECORD),
+    ExecutorMutant("cancel_records_failed_ignored", cancel_records_failed_ignored, "D-4",
+                   "declaring D-4's other choice, a cancelled single-attempt call still "
+                   "records outcome_unknown", PropertyId.A_EXHAUSTED_RECORD),
     ExecutorMutant("timeout_without_cancel", timeout_without_cancel, "TC-AMO-3",
                    "a timed-out attempt is given up on without telling its worker to stop",
                    PropertyId.A_CANCEL_ON_TIMEOUT),

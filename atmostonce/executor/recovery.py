@@ -25,15 +25,27 @@ from atmostonce.executor.state import (
 from atmostonce.executor.views import tool_message
 from atmostonce.spec.approval import initial_approval
 from atmostonce.spec.errors import SpecError
-from atmostonce.spec.records import AttemptEnd, Decision, Outcome, record_of
+from atmostonce.spec.records import (
+    AttemptEnd,
+    Decision,
+    Outcome,
+    Record,
+    record_of,
+    unknown_detail,
+)
 from atmostonce.spec.session import Message, MessageRole
 
 Decide = Callable[[Call, AttemptEnd], Decision]
 
 
-def failure_detail(end: AttemptEnd, output: str) -> str:
-    """The detail of a failed record's error: the tool's own failure goes to the model (D-3)."""
-    return output if end is AttemptEnd.TOOL_FAILED else ""
+def failure_detail(end: AttemptEnd, output: str, decision: Decision | None = None) -> str:
+    """The detail of a record's error: the tool's own failure goes to the model (D-3); an
+    outcome_unknown record says how its last attempt ended and its progress (D-30)."""
+    if end is AttemptEnd.TOOL_FAILED:
+        return output
+    if decision is not None and decision.record is Record.OUTCOME_UNKNOWN:
+        return unknown_detail(end)
+    return ""
 
 
 def after_end(call: Call, end: AttemptEnd, decision: Decision, output: str) -> Outcome | None:
@@ -43,7 +55,7 @@ def after_end(call: Call, end: AttemptEnd, decision: Decision, output: str) -> O
     if decision.retry:
         call.backoff = True
         return None
-    return record_of(decision, failure_detail(end, output))
+    return record_of(decision, failure_detail(end, output, decision))
 
 
 class _Fold:

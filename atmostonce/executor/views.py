@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from atmostonce.executor.members import AWAITING_APPROVAL, RUNNING, STATUS_OF_RECORD, TOOL, WAITING
 from atmostonce.executor.state import Attempt, Call, ExecutorState
-from atmostonce.spec.records import Outcome
+from atmostonce.spec.records import AttemptProgress, Outcome
 from atmostonce.spec.session import (
     AgentSnapshot,
     AttemptView,
@@ -35,8 +35,10 @@ def status_of(call: Call) -> ToolCallStatus:
 
 def attempt_view(attempt: Attempt) -> AttemptView:
     """One attempt as the Flow's history shows it (D-30)."""
+    end = attempt.end
     return AttemptView(attempt.number, attempt.queued_at, attempt.worker or "",
-                       attempt.handed_at, attempt.started_at, attempt.ended_at, attempt.end)
+                       attempt.handed_at, attempt.started_at, attempt.ended_at, end,
+                       None if end is None else AttemptProgress.of_end(end))
 
 
 def call_view(call: Call, deadline: float) -> ToolCallView:

@@ -101,6 +101,7 @@ class CallSteps(Interning):
 
     config: ModelConfig
     choices: ModelChoices
+    decisions: dict[tuple[int, int, bool, bool], tuple[str, int]]
     fired: set[tuple[int, int, str]]
     effect_of_tool: tuple[int, ...]
     policy_effect: tuple[tuple[int, int], ...]
@@ -145,7 +146,7 @@ class CallSteps(Interning):
             if end in (E_LOST, E_LOST_RESTART) and not reached_now:
                 judged = E_NOT_REACHED
         effect = self.policy_effect[tool][pol]
-        decision, fk = p.decisions[(effect, judged, natt < limit, reached_before)]
+        decision, fk = self.decisions[(effect, judged, natt < limit, reached_before)]
         table = p.call_single if single else p.call_tool
         c[CS] = self._fire(table, c[CS], decision)
         g = (c[G] & ~(G_LEND_MASK << G_LEND_SHIFT) & ~G_HB) | (end << G_LEND_SHIFT)

@@ -148,6 +148,9 @@ class ModelConfig:
     """The session's default effect, which a hinted tool without a policy falls back on."""
     hints_may_lower: bool = True
     """D-22: whether framework metadata may lower the session's default effect."""
+    cancel_records_failed: bool = False
+    """D-4's other choice: a cancelled or timed-out single attempt that reached a worker
+    records failed, 'may still be running' (F-7), not outcome_unknown."""
 
     def policy_of(self, tool: ToolSpec, changed: bool) -> EffectivePolicy:
         """`tool`'s effective policy in this configuration's session (D-1, D-22)."""
@@ -176,6 +179,9 @@ class ModelConfig:
                                                                 EffectClass):
             raise SpecError(f"the session default must be an effect class, got "
                             f"{self.session_default!r}")
+        if not isinstance(self.cancel_records_failed, bool):
+            raise SpecError(f"cancel_records_failed must be true or false, got "
+                            f"{self.cancel_records_failed!r}")
         if not isinstance(self.hints_may_lower, bool):
             raise SpecError(f"hints_may_lower must be true or false, got "
                             f"{self.hints_may_lower!r}")
@@ -198,6 +204,8 @@ class ModelConfig:
         ]
         if self.fence:
             parts.append("fence")
+        if self.cancel_records_failed:
+            parts.append("cancel-records-failed")
         if self.reconcile_cancelled:
             parts.append("reconcile-cancelled")
         if self.session_default is not None:

@@ -63,8 +63,10 @@ class Result:
 Progress = Callable[[int, int, int, float], None]
 
 
-def all_edges() -> set[tuple[str, str, str]]:
-    return {(m.name, src, e.trigger) for m in ALL_MACHINES for e in m.edges for src in e.sources}
+def all_edges(cancel_records_failed: bool = True) -> set[tuple[str, str, str]]:
+    """Every component edge; an edge that needs D-4's other choice only when it is declared."""
+    return {(m.name, src, e.trigger) for m in ALL_MACHINES for e in m.edges for src in e.sources
+            if cancel_records_failed or "cancel_records_failed" not in e.conditions}
 
 
 class Explorer:
@@ -231,7 +233,8 @@ class Explorer:
         result.seconds = time.monotonic() - started
         result.unwitnessed = sorted(unwitnessed) if result.complete else []
         result.fired = system.fired_edges()
-        result.never_fired = sorted(all_edges() - result.fired)
+        result.never_fired = sorted(all_edges(system.config.cancel_records_failed)
+                                    - result.fired)
         result.action_counts = dict(sorted(actions.items()))
         return result
 

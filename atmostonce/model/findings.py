@@ -1,6 +1,6 @@
 """What the model establishes about the page's one exception and its advice (TC-AMO-5,
-decision D-6, finding F-6), and about the failed record of a cancelled call (finding F-7,
-decisions D-4 and D-20), by exhaustive search.
+decision D-6, finding F-6), about both choices of D-4 for a cancelled single attempt (the
+default outcome_unknown; the failed record of finding F-7, with D-20), by exhaustive search.
 
 F-6: passing each call's idempotency key does not make the documented double run harmless,
 because the two runs belong to two calls and carry two keys; a business key shared by every
@@ -8,10 +8,14 @@ call of the tool does; the fence removes the overlap itself (not a repeat after 
 ended, which the record's "may still be running" wording warns about); and with time-outs and
 restarts off, no two runs of a single-attempt tool ever overlap.
 
-F-7: a single-attempt call cancelled by its time-out is recorded failed while its tool goes
-on, and the write then lands at the service, after the record; the page's reconcile steps never
-report such a call; the reconcile job with `reconcile_cancelled` reports every one exactly
-once.
+D-4, the default (Dex's answer): a single-attempt call cancelled by its time-out after its
+attempt reached a worker is recorded outcome_unknown, and the page's own reconcile steps report
+it; no failed record ever says the tool may still be running.
+
+F-7, under D-4's other choice (`cancel_records_failed`): such a call is recorded failed while
+its tool goes on, and the write then lands at the service, after the record; the page's
+reconcile steps never report such a call; the reconcile job with `reconcile_cancelled`
+reports every one exactly once.
 
 D-22, both choices: a write whose framework metadata wrongly claims read-only, in a session
 whose default is non_idempotent_write, runs again after a time-out and applies twice from one
@@ -41,6 +45,8 @@ _HINTED = ModelConfig(workers=2, calls=1, reasks=0, max_attempts=2, crashes=0, p
 _BASE = ModelConfig(workers=2, calls=1, reasks=1, max_attempts=1, crashes=0, partitions=0,
                     restarts=0, timeouts=1, faults=1, policy_changes=0, reconcile_crashes=0,
                     tools=_WRITE)
+_FAILS = _BASE.with_(cancel_records_failed=True)
+"""D-4's other choice, which finding F-7 is about."""
 
 
 @dataclass(frozen=True)
@@ -107,6 +113,21 @@ def _cancelled_reported(system: System) -> Callable[[State], bool]:
     return goal
 
 
+def _cancelled_unknown_reported(system: System) -> Callable[[State], bool]:
+    """A call whose attempt was cancelled, recorded outcome_unknown and reported."""
+    def goal(state: State) -> bool:
+        return any(c[s.CS] == s.C_UNKNOWN and s.last_end(c[s.G]) == s.E_CANCELLED and c[s.REP]
+                   for c in system.calls_of(state))
+    return goal
+
+
+def _failed_may_still_run(system: System) -> Callable[[State], bool]:
+    def goal(state: State) -> bool:
+        return any(c[s.CS] == s.C_FAILED and c[s.FK] == s.FK_MAY_STILL
+                   for c in system.calls_of(state))
+    return goal
+
+
 def _reported_twice(system: System) -> Callable[[State], bool]:
     def goal(state: State) -> bool:
         return any(c[s.REP] > 1 for c in system.calls_of(state))
@@ -131,8 +152,8 @@ def _write_after_failed_record(claim_id: str, statement: str, config: ModelConfi
 
 
 def establish() -> list[Claim]:
-    """Run every search of findings F-6 and F-7 and of decision D-22's two choices; each
-    takes well under a second."""
+    """Run every search of findings F-6 and F-7 and of decisions D-4's and D-22's two
+    choices; each takes well under a second."""
     return [
         _search(FindingId.F_6 + "a", "with a service that drops repeated idempotency keys, a "
                 "cancelled run and the model's second call of the tool both take effect",
@@ -148,17 +169,22 @@ def establish() -> list[Claim]:
         _search(FindingId.F_6 + "e", "with time-outs and restarts off (crashes and partitions "
                 "on), no two runs of a single-attempt tool ever overlap",
                 _BASE.with_(timeouts=0, crashes=1, partitions=1, faults=2), False, _overlap),
+        _search("D-4a", "by default (Dex's answer), a single-attempt call whose attempt timed "
+                "out after it reached a worker is recorded outcome_unknown, and the page's own "
+                "reconcile steps report it", _BASE, True, _cancelled_unknown_reported),
+        _search("D-4b", "by default, no call is ever recorded failed saying the tool may still "
+                "be running", _BASE, False, _failed_may_still_run),
         _write_after_failed_record(
-            FindingId.F_7 + "a", "a single-attempt call is recorded failed (its attempt timed "
-            "out, the tool may still be running), and then its tool's write lands at the service",
-            _BASE),
-        _search(FindingId.F_7 + "b", "with the page's reconcile steps, which look only for "
-                "outcome_unknown, no such failed call is ever reported", _BASE, False,
-                _cancelled_reported),
-        _search(FindingId.F_7 + "c", "with the reconcile job also looking at failed calls whose "
-                "tool may still be running, no call is reported twice, and at every end state "
-                "each such call is reported once", _BASE.with_(reconcile_cancelled=True), False,
-                _reported_twice),
+            FindingId.F_7 + "a", "under D-4's other choice, a single-attempt call is recorded "
+            "failed (its attempt timed out, the tool may still be running), and then its "
+            "tool's write lands at the service", _FAILS),
+        _search(FindingId.F_7 + "b", "under D-4's other choice, with the page's reconcile "
+                "steps, which look only for outcome_unknown, no such failed call is ever "
+                "reported", _FAILS, False, _cancelled_reported),
+        _search(FindingId.F_7 + "c", "under D-4's other choice, with the reconcile job also "
+                "looking at failed calls whose tool may still be running, no call is reported "
+                "twice, and at every end state each such call is reported once",
+                _FAILS.with_(reconcile_cancelled=True), False, _reported_twice),
         _search("D-22a", "when hints may lower the session default (the default), a write "
                 "hinted read-only under a non_idempotent_write default runs in CallTool and "
                 "one call applies it twice", _HINTED, True,

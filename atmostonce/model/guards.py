@@ -21,15 +21,16 @@ from atmostonce.spec.records import AttemptEnd
 class Situation:
     """What a call's guards read: its effect class and whether it waits for approval (from its
     policy snapshot), and once an attempt ended, how it ended, whether attempts remain and
-    whether an earlier attempt of the call reached a worker; for its attempt, the Worker
-    machine's state of the worker in question, whether that worker already holds work, and
-    whether the fence holds the call back."""
+    whether an earlier attempt of the call reached a worker, and the executor's declared choice
+    of D-4; for its attempt, the Worker machine's state of the worker in question, whether that
+    worker already holds work, and whether the fence holds the call back."""
 
     effect: EffectClass
     requires_approval: bool = False
     end: AttemptEnd | None = None
     attempts_left: bool = False
     reached_before: bool = False
+    cancel_records_failed: bool = False
     worker: str | None = None
     worker_busy: bool = False
     fenced: bool = False
@@ -71,6 +72,9 @@ GUARDS: Mapping[str, Guard] = {g.name: g for g in (
           lambda s: s.end in _SILENT),
     Guard("cancelled", "the attempt was cancelled (timed out) after it was handed out (D-4)",
           lambda s: s.end is AttemptEnd.CANCELLED),
+    Guard("cancel_records_failed", "the attempt was cancelled (timed out) after it was handed "
+          "out, and the executor declares D-4's other choice: failed, the tool may still be "
+          "running (F-7)", lambda s: s.end is AttemptEnd.CANCELLED and s.cancel_records_failed),
     Guard("worker_up", "the worker is up and connected (Worker machine: up)",
           lambda s: s.worker == "up"),
     Guard("worker_busy", "the worker holds a handed-out attempt or a run",

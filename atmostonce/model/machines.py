@@ -133,8 +133,9 @@ CALL_SINGLE_ATTEMPT_TOOL = MachineDef(
     (
         *_APPROVAL_EDGES,
         _e("did_not_run", "attempting", "failed", unless=["reached"]),
-        _e("may_still_run", "attempting", "failed", when=["cancelled"]),
-        _e("unknown", "attempting", "outcome_unknown", when=["reached", "lost_or_unreached"]),
+        _e("may_still_run", "attempting", "failed", when=["cancel_records_failed"]),
+        _e("unknown", "attempting", "outcome_unknown", when=["reached", "infra_failure"],
+           unless=["cancel_records_failed"]),
     ),
     tuple(e for e in EffectClass if not retries_allowed(e)),
 )

@@ -47,43 +47,59 @@ def _retry_non_idempotent() -> ModelChoices:
     for effect in SINGLE_EFFECTS:
         for end in (E_LOST, E_LOST_RESTART):
             for reached in (False, True):
-                decisions[(EFFECT_INDEX[effect], end, True, reached)] = ("retry", 0)
+                for fails in (False, True):
+                    decisions[(EFFECT_INDEX[effect], end, True, reached, fails)] = ("retry", 0)
     return ModelChoices(call_single=with_edge(CALL_SINGLE, "retry", "attempting", "attempting"),
                     decisions=decisions, single_max_attempts=2)
 
 
 def _did_not_run_after_reach() -> ModelChoices:
     decisions = decision_table()
-    for effect, end, more, reached in list(decisions):
+    for effect, end, more, reached, fails in list(decisions):
         if end in (E_LOST, E_LOST_RESTART):
-            decisions[(effect, end, more, reached)] = decisions[(effect, E_NOT_REACHED, more,
-                                                                 reached)]
+            decisions[(effect, end, more, reached, fails)] = decisions[
+                (effect, E_NOT_REACHED, more, reached, fails)]
     return ModelChoices(decisions=decisions)
 
 
 def _read_unknown() -> ModelChoices:
     decisions = decision_table()
-    for (effect, end, more, reached), (trigger, _) in list(decisions.items()):
-        if effect == READ_I and trigger == "may_have_run":
-            decisions[(effect, end, more, reached)] = ("unknown", 0)
+    for situation, (trigger, _) in list(decisions.items()):
+        if situation[0] == READ_I and trigger == "may_have_run":
+            decisions[situation] = ("unknown", 0)
     return ModelChoices(decisions=decisions)
 
 
 def _succeed_on_loss() -> ModelChoices:
     decisions = decision_table()
-    for (effect, end, more, reached), (trigger, _) in list(decisions.items()):
-        if end == E_LOST and trigger == "unknown":
-            decisions[(effect, end, more, reached)] = ("returned", 0)
+    for situation, (trigger, _) in list(decisions.items()):
+        if situation[1] == E_LOST and trigger == "unknown":
+            decisions[situation] = ("returned", 0)
     return ModelChoices(decisions=decisions)
 
 
 def _timeout_as_tool_failure() -> ModelChoices:
     decisions = decision_table()
     tool_error = FAILURE_INDEX[FailureKind.TOOL_ERROR]
-    for (effect, end, more, reached), (trigger, _) in list(decisions.items()):
-        if end == E_CANCELLED and trigger == "retry":
-            decisions[(effect, end, more, reached)] = ("tool_failed", tool_error)
+    for situation, (trigger, _) in list(decisions.items()):
+        if situation[1] == E_CANCELLED and trigger == "retry":
+            decisions[situation] = ("tool_failed", tool_error)
     return ModelChoices(decisions=decisions)
+
+
+def _cancel_under_other_choice(fails: bool) -> Callable[[], ModelChoices]:
+    """A cancelled single attempt decided as D-4's other choice would: failed 'may still be
+    running' when the executor declares outcome_unknown (`fails` false), outcome_unknown when
+    it declares failed."""
+    def choices() -> ModelChoices:
+        decisions = decision_table()
+        for effect in SINGLE_EFFECTS:
+            for more in (False, True):
+                for reached in (False, True):
+                    situation = (EFFECT_INDEX[effect], E_CANCELLED, more, reached, fails)
+                    decisions[situation] = decisions[situation[:4] + (not fails,)]
+        return ModelChoices(decisions=decisions)
+    return choices
 
 
 MUTANTS: tuple[ModelMutant, ...] = (
@@ -143,6 +159,14 @@ MUTANTS: tuple[ModelMutant, ...] = (
                 "reconcile's history step reads an attempt lost at a server restart as never "
                 "reached, and reports that the tool did not run", PropertyId.A_DID_NOT_RUN_TRUE,
                 lambda: ModelChoices(restart_loss_reached=False)),
+    ModelMutant("cancel_recorded_failed", "D-4",
+                "declaring D-4's default, the executor records a cancelled single attempt "
+                "failed, 'may still be running', not outcome_unknown",
+                PropertyId.A_EXHAUSTED_RECORD, _cancel_under_other_choice(False)),
+    ModelMutant("cancel_recorded_unknown_when_failed_declared", "D-4",
+                "declaring D-4's failed choice, the executor records a cancelled single "
+                "attempt outcome_unknown", PropertyId.A_EXHAUSTED_RECORD,
+                _cancel_under_other_choice(True), {"cancel_records_failed": True}),
 )
 
 BY_NAME: Mapping[str, ModelMutant] = {m.name: m for m in MUTANTS}

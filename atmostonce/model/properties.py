@@ -47,6 +47,8 @@ class Properties:
         self.config = system.config
         self.truth = system.truth
         self.max_attempts = system.config.max_attempts
+        self.cancel_fails = system.config.cancel_records_failed
+        """The executor's declared choice of D-4, by which its records are judged."""
         self.wanted = frozenset(self._wanted())
         self._call_checks: dict[int, tuple[tuple[str, str], ...]] = {}
         self._call_witness: dict[int, tuple[str, ...]] = {}
@@ -162,14 +164,16 @@ class Properties:
 
     def _exhausted(self, c: Call, effect: EffectClass) -> list[tuple[str, str]]:
         """A-EXHAUSTED-RECORD: out of attempts after a reach, a read records failed and any other
-        class outcome_unknown, except that a cancelled single attempt records failed (D-4)."""
+        class outcome_unknown, a cancelled single attempt too (D-4); under D-4's other choice a
+        cancelled single attempt records failed (F-7)."""
         end = s.last_end(c[s.G])
         if end not in INFRASTRUCTURE_ENDS or not s.hands(c[s.G]):
             return []
         single = effect in (EffectClass.NON_IDEMPOTENT_WRITE, EffectClass.UNCLASSIFIED)
         if not single and c[s.NATT] < self.max_attempts:
             return []
-        if effect is EffectClass.READ or (single and end == s.E_CANCELLED):
+        if effect is EffectClass.READ or (self.cancel_fails and single
+                                           and end == s.E_CANCELLED):
             expected = s.C_FAILED
         else:
             expected = s.C_UNKNOWN
@@ -182,9 +186,10 @@ class Properties:
 
     def _meaning(self, c: Call, effect: EffectClass) -> str:
         """A-RECORD-MEANING: what the record tells the model is true of the call (TC-REC-SUCC,
-        TC-REC-FAIL, TC-REC-REJ, TC-REC-UNK), but for the two failed records the page's table
-        does not cover: a read out of attempts after a reach (TC-REC-EXHAUST-READ) and a
-        cancelled single attempt, whose write may still land (D-4, F-7). Empty when it holds."""
+        TC-REC-FAIL, TC-REC-REJ, TC-REC-UNK), but for the failed records the page's table does
+        not cover: a read out of attempts after a reach (TC-REC-EXHAUST-READ) and, only under
+        D-4's other choice, a cancelled single attempt, whose write may still land (F-7).
+        Empty when it holds."""
         cs = c[s.CS]
         g = c[s.G]
         handed = s.hands(g)
@@ -206,7 +211,7 @@ class Properties:
         if effect is EffectClass.READ:
             return ""
         single = effect in (EffectClass.NON_IDEMPOTENT_WRITE, EffectClass.UNCLASSIFIED)
-        if single and end == s.E_CANCELLED:
+        if self.cancel_fails and single and end == s.E_CANCELLED:
             return ""
         return (f"recorded failed after an attempt reached a worker ({s.END_NAMES[end]}): the "
                 "tool reported no failure and may have run")

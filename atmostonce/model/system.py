@@ -15,7 +15,7 @@ from itertools import permutations
 from typing import NamedTuple
 
 from atmostonce.model.call_steps import NO_NOTES, Local
-from atmostonce.model.choices import ModelChoices
+from atmostonce.model.choices import ModelChoices, under_choice
 from atmostonce.model.config import ModelConfig
 from atmostonce.model.layout import (
     A_OUT,
@@ -77,6 +77,8 @@ class System(Symmetry, WorkerEvents):
         self.config = config
         self.choices = choices or ModelChoices()
         p = self.choices
+        self.decisions = under_choice(p.decisions, config.cancel_records_failed)
+        """The record rule under the executor's declared choice of D-4."""
         self.workers = config.workers
         self.n_tools = len(config.tools)
         self.truth = tuple((config.policy_of(t, False), config.policy_of(t, True))

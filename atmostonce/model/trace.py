@@ -76,6 +76,7 @@ def config_json(c: ModelConfig) -> dict[str, Any]:
         "tools": [t.name for t in c.tools], "fence": c.fence, "ledger": c.ledger,
         "mutant": c.mutant,
         **({"reconcile_cancelled": True} if c.reconcile_cancelled else {}),
+        **({"cancel_records_failed": True} if c.cancel_records_failed else {}),
         **({"session_default": c.session_default.value} if c.session_default else {}),
         **({} if c.hints_may_lower else {"hints_may_lower": False}),
     }
@@ -271,6 +272,7 @@ def config_from_json(data: object) -> ModelConfig:
         ledger=str(data.get("ledger", "plain")),
         mutant=data.get("mutant"),
         reconcile_cancelled=bool(data.get("reconcile_cancelled", False)),
+        cancel_records_failed=bool(data.get("cancel_records_failed", False)),
         session_default=None if default is None else EffectClass.parse(default),
         hints_may_lower=bool(data.get("hints_may_lower", True)),
     )

@@ -13,7 +13,7 @@ from typing import Any
 
 from atmostonce.spec.errors import SpecError
 from atmostonce.spec.policy import EffectClass, ToolHints, ToolPolicy, deadline_problem
-from atmostonce.spec.records import AttemptEnd
+from atmostonce.spec.records import AttemptEnd, AttemptProgress
 from atmostonce.spec.session import (
     AgentSnapshot,
     AttemptView,
@@ -133,7 +133,8 @@ def finished_of(value: Mapping[str, Any]) -> ToolCallFinished:
 def attempt_json(a: AttemptView) -> Obj:
     return {"number": a.number, "queued_at": a.queued_at, "worker": a.worker,
             "handed_at": a.handed_at, "started_at": a.started_at, "ended_at": a.ended_at,
-            "end": a.end.value if a.end is not None else None}
+            "end": a.end.value if a.end is not None else None,
+            "progress": a.progress.value if a.progress is not None else None}
 
 
 def attempt_of(value: Mapping[str, Any]) -> AttemptView:
@@ -144,9 +145,11 @@ def attempt_of(value: Mapping[str, Any]) -> AttemptView:
     if queued is None:
         raise SpecError("field 'queued_at' must be a number, got None")
     end = value.get("end")
+    progress = value.get("progress")
     return AttemptView(number, queued, text(value, "worker"), optional_time(value, "handed_at"),
                        optional_time(value, "started_at"), optional_time(value, "ended_at"),
-                       None if end is None else AttemptEnd(end))
+                       None if end is None else AttemptEnd(end),
+                       None if progress is None else AttemptProgress(progress))
 
 
 def call_json(c: ToolCallView) -> Obj:

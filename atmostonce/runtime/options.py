@@ -53,11 +53,17 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--fence", action="store_true",
                        help="a new call of a single-attempt tool waits while a run of it the "
                        "executor gave up on may still go on (D-6)")
+    group.add_argument("--cancel-records-failed", action="store_true",
+                       help="D-4's other choice: a single-attempt call cancelled or timed out "
+                       "after it reached a worker records failed, 'may still be running' "
+                       "(finding F-7; settle it with reconcile --include-cancelled), not "
+                       "outcome_unknown")
 
 
 def config_from_args(args: argparse.Namespace) -> ExecutorConfig:
     values = {_attribute(flag): getattr(args, _attribute(flag)) for flag, _ in CONFIG_FLAGS}
-    return ExecutorConfig(fence=bool(args.fence), **values)
+    return ExecutorConfig(fence=bool(args.fence),
+                          cancel_records_failed=bool(args.cancel_records_failed), **values)
 
 
 def config_argv(config: ExecutorConfig) -> list[str]:
@@ -67,6 +73,8 @@ def config_argv(config: ExecutorConfig) -> list[str]:
         argv += [flag, repr(getattr(config, _attribute(flag)))]
     if config.fence:
         argv.append("--fence")
+    if config.cancel_records_failed:
+        argv.append("--cancel-records-failed")
     return argv
 
 

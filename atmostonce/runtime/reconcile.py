@@ -25,8 +25,10 @@ across a crash between a send and its return (TC-RCN-ONCE). Runs for one session
 overlap: two runs that both read the history before either sent would both report.
 
 With `include_cancelled` a run also reconciles the calls recorded failed because their attempt
-was cancelled while the tool may still have been running (D-4): such a write can land after
-the record (F-7), and the page's steps look only for outcome_unknown. Each report says which
+was cancelled while the tool may still have been running, which only an executor declaring
+D-4's other choice (`cancel_records_failed`) records; by default such calls are outcome_unknown
+and the page's steps find them. Under that choice such a write can land after the record (F-7),
+and the page's steps look only for outcome_unknown. Each report says which
 of the two kinds its call was (D-20). The job is how these calls are found at all: no search
 finds them for the application, because no Step waits on them (TC-RCN-NOSEARCH).
 """

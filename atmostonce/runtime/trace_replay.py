@@ -90,7 +90,8 @@ def executor_config(trace: LoadedTrace, steps: list[PlannedStep]) -> ExecutorCon
         queue_timeout=SHORT if StepKind.EXPIRE in kinds else LONG,
         run_timeout=SHORT if StepKind.TIME_OUT in kinds else LONG,
         heartbeat_timeout=SHORT if detect else 10.0, lease=SHORT / 2 if detect else 5.0,
-        approval_deadline=LONG * 10, fence=trace.config.fence)
+        approval_deadline=LONG * 10, fence=trace.config.fence,
+        cancel_records_failed=trace.config.cancel_records_failed)
 
 
 @dataclass

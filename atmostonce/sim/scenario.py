@@ -187,7 +187,8 @@ def _executor(t: Table) -> Executor:
         run_timeout=t.seconds("run_timeout", d.run_timeout),
         heartbeat_timeout=heartbeat_timeout, lease=lease,
         approval_deadline=t.seconds("approval_deadline", d.approval_deadline),
-        fence=bool(t.flag("fence", False)))
+        fence=bool(t.flag("fence", False)),
+        cancel_records_failed=bool(t.flag("cancel_records_failed", False)))
     workers = t.whole("workers", 4, high=256)
     if lease >= heartbeat_timeout:
         raise t.fail("lease", f"the lease ({lease:g} s) must be shorter than heartbeat_timeout "

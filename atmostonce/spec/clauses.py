@@ -191,10 +191,24 @@ _CLAUSES: tuple[Clause, ...] = (
     ),
     _decision(
         "D-4", _TWICE, "What does a cancelled or timed-out single-attempt call record?",
-        "failed, with an error saying the attempt was cancelled and the tool may still be "
-        "running, never the 'did not run, so it is safe to call again' wording.",
-        "The page says the failure is recorded while the old worker may go on; telling the model "
-        "it is safe to call again would invite exactly the double run.",
+        "outcome_unknown by default, like any other call whose attempt reached a worker and "
+        "ended without a result (a read records failed), its error saying it was cancelled or "
+        "timed out, that the tool may still be running, and its attempt progress "
+        "(NOT_COMPLETED). The other choice stays as an executor option, "
+        "ExecutorConfig.cancel_records_failed (serve --cancel-records-failed): failed, with an "
+        "error saying the attempt was cancelled and the tool may still be running (finding "
+        "F-7). Under neither choice the 'did not run, so it is safe to call again' wording. The "
+        "model establishes both choices and the checkers judge an executor by the one it "
+        "declares.",
+        "The real Dex records it so: its recovery step gives a read failed and any other call "
+        "outcome_unknown when the attempt's progress is NOT_COMPLETED or UNSPECIFIED "
+        "(superdurable/dex release agents/v0.2.0). It is also the page's own rule for an "
+        "attempt that reached a worker, and it leaves no failed record whose write lands later "
+        "unseen by the page's reconcile steps (F-7). The exception paragraph's 'records the "
+        "failure' is read as the failure of the attempt, which the record then settles; the "
+        "failed reading is kept for engines that take it at its word, with F-7 and D-20 to "
+        "settle its consequence. Telling the model it is safe to call again would invite "
+        "exactly the double run.",
     ),
     _decision(
         "D-5", _OUT, "How does the engine know whether an attempt reached a worker?",
@@ -233,8 +247,13 @@ _CLAUSES: tuple[Clause, ...] = (
     _decision(
         "D-9", _OUT, "What does a timed-out attempt of a CallTool call lead to?",
         "It counts as an infrastructure failure after a reach: another attempt while attempts "
-        "remain; when they run out a read records failed and an idempotent write outcome_unknown.",
-        "A timed-out tool may have taken effect, exactly like one whose worker stopped.",
+        "remain; when they run out a read records failed and an idempotent write "
+        "outcome_unknown, the record's error naming the last attempt's progress "
+        "(NOT_COMPLETED). A single-attempt call's timed-out attempt ends the same way, "
+        "outcome_unknown (D-4), under either choice of D-4 but for its record.",
+        "A timed-out tool may have taken effect, exactly like one whose worker stopped; Dex "
+        "retries a tool Step by its retry policy and then records read failed, anything else "
+        "outcome_unknown.",
     ),
     _decision(
         "D-10", _EFF,
@@ -275,20 +294,21 @@ _CLAUSES: tuple[Clause, ...] = (
     _finding(
         FindingId.F_7, _TWICE, "Can a call recorded failed take effect after its record, unseen by "
         "reconcile?",
-        "Yes. A single-attempt call whose attempt times out is recorded failed (D-4) while its "
-        "tool goes on, and its write can land after the record (F-7a, shortest trace: ask, "
-        "hand-out, go-ahead, time-out, write). The page's outcome table says failed means the "
-        "tool reported a failure or the engine knows it did not run, yet here neither holds; "
-        "and its reconcile steps look only for outcome_unknown, so no one reports the write "
-        "(F-7b). Decision: keep D-4's failed record with its 'may still be running' error, "
-        "name it as one of the two exceptions of A-RECORD-MEANING, and let reconcile include "
-        "such calls on request (D-20), which reports each exactly once (F-7c).",
-        "The page's exception paragraph says in so many words that the engine records the "
-        "failure of a cancelled attempt and the turn moves on with it, so recording "
-        "outcome_unknown would contradict the page; the error already warns the model that "
-        "calling again can repeat the effect. What was missing is a way to learn the real "
-        "outcome. Established by exhaustive search on every `atmostonce check` "
-        "(atmostonce.model.findings) and reproduced on the real runtime.",
+        "Under D-4's other choice (cancel_records_failed), yes. A single-attempt call whose "
+        "attempt times out is recorded failed while its tool goes on, and its write can land "
+        "after the record (F-7a, shortest trace: ask, hand-out, go-ahead, time-out, write). The "
+        "page's outcome table says failed means the tool reported a failure or the engine "
+        "knows it did not run, yet here neither holds; and its reconcile steps look only for "
+        "outcome_unknown, so no one reports the write (F-7b). For that choice the failed "
+        "record is the one exception of A-RECORD-MEANING it declares, and reconcile includes "
+        "such calls on request (D-20), reporting each exactly once (F-7c). By default (D-4) "
+        "the call is outcome_unknown, no failed record says the tool may still be running "
+        "(D-4b), and the page's own steps report it (D-4a).",
+        "This finding is why D-4's default became outcome_unknown, as Dex records it; the "
+        "failed choice stays for engines that read the exception paragraph's 'records the "
+        "failure' as the record, and this is what they must add. Established by exhaustive "
+        "search on every `atmostonce check` (atmostonce.model.findings) and reproduced on the "
+        "real runtime.",
     ),
     _decision(
         "D-20", _RCN, "How does an application learn the real outcome of a failed call whose "
@@ -298,10 +318,11 @@ _CLAUSES: tuple[Clause, ...] = (
         "attempt was cancelled and the tool may still be running, with the same steps and the "
         "same '(tool call KEY)' marker, so each is reported once however often the job runs; "
         "each report names its kind, outcome_unknown or failed_may_still_be_running. Off by "
-        "default.",
+        "default; needed only with an engine that declares D-4's other choice, since by "
+        "default such calls are outcome_unknown and the page's steps find them.",
         "The page's steps name only outcome_unknown, so the default follows them; F-7 shows "
-        "that a cancelled write can land after its failed record, and the application needs "
-        "the same way to settle it.",
+        "that under D-4's other choice a cancelled write can land after its failed record, and "
+        "the application needs the same way to settle it.",
     ),
     _decision(
         "D-21", _RCN, "How does reconcile tell that a user message already reported a call?",
@@ -331,8 +352,9 @@ _CLAUSES: tuple[Clause, ...] = (
         "D-30", _RCN, "What does the Flow's history show of a call, and when does reconcile "
         "conclude from it that the tool did not run?",
         "Every attempt of the call: when it was queued, when it was handed to which worker, when "
-        "that worker's Started arrived and how and when it ended, in the snapshot and through "
-        "the client. Reconcile asks the history before the service and reports that the tool "
+        "that worker's Started arrived, how and when it ended and, for one that ended without "
+        "the tool's answer, its progress as Dex names it (NOT_STARTED, NOT_COMPLETED, "
+        "UNSPECIFIED), in the snapshot and through the client. Reconcile asks the history before the service and reports that the tool "
         "did not run, without asking the service, only when no attempt was ever handed to a "
         "worker; an engine that shows no history leaves the question to the service.",
         "The hand-out is recorded before the go-ahead (D-5), so an attempt never handed out "
@@ -347,9 +369,12 @@ _CLAUSES: tuple[Clause, ...] = (
         "before an upgrade, that ended calls in flight at its restart with outcome_unknown, "
         "queued ones too. The upgraded server keeps that record, since a record never changes "
         "(TC-REC-1), and its history shows the attempt never reached a worker, so reconcile "
-        "reports the tool did not run.",
+        "reports the tool did not run. Such a record's error names the attempt's progress "
+        "UNSPECIFIED, which counts as reached, as Dex's older servers' records do.",
         "The page says this happens for calls started before a server upgrade; the journal "
-        "written before the upgrade still says which attempts were never handed out.",
+        "written before the upgrade still says which attempts were never handed out. Dex has "
+        "the same history: agents 0.1.0 recorded outcome_unknown for calls that never ran, and "
+        "a server that reports no progress (UNSPECIFIED) keeps that behaviour.",
     ),
     _decision(
         "D-32", _APR, "Whose approval deadline does a call get?",

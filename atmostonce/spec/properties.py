@@ -115,16 +115,18 @@ _PROPERTIES: tuple[Property, ...] = (
             "TC-REC-UNK", "TC-REC-LOST", "D-5"),
     _always(PropertyId.A_EXHAUSTED_RECORD,
             "a call out of attempts after a worker reach records failed for a read and "
-            "outcome_unknown for another class", "TC-REC-EXHAUST-READ", "TC-REC-EXHAUST-OTHER",
-            "D-9"),
+            "outcome_unknown for another class, a cancelled or timed-out single attempt "
+            "included (D-4); an executor declaring D-4's other choice records that one failed",
+            "TC-REC-EXHAUST-READ", "TC-REC-EXHAUST-OTHER", "D-9", "D-4"),
     _always(PropertyId.A_RECORD_MEANING,
             "each record means what the page's table says (succeeded: the tool returned; "
             "failed: the tool reported a failure or no attempt reached a worker; rejected: a "
             "person or the deadline, no attempt; outcome_unknown: an attempt reached a worker), "
-            "with two failed records excepted: a read out of attempts after a worker reach, "
-            "which the page itself records failed and which has no effect to hide, and a "
-            "cancelled single attempt, whose write may land after the record (D-4, F-7) and "
-            "which reconcile --include-cancelled settles (D-20)",
+            "with failed records excepted only where the page or a declared choice puts them: a "
+            "read out of attempts after a worker reach, which the page itself records failed "
+            "and which has no effect to hide, and, for an executor declaring D-4's other "
+            "choice only, a cancelled single attempt, whose write may land after the record "
+            "(F-7) and which reconcile --include-cancelled settles (D-20)",
             "TC-REC-SUCC", "TC-REC-FAIL", "TC-REC-REJ", "TC-REC-UNK", "TC-REC-EXHAUST-READ",
             "D-4", FindingId.F_7, "D-20"),
     _always(PropertyId.A_RETRY_CLASSES, "only reads and idempotent writes get a second attempt",

@@ -69,6 +69,10 @@ class ExecutorConfig:
     fence: bool = False
     """Decision D-6's option: a new attempt of a single-attempt tool waits while a run of the
     same tool that the executor gave up on may still be going."""
+    cancel_records_failed: bool = False
+    """Decision D-4's other choice: a single-attempt call whose attempt was cancelled or timed
+    out after it reached a worker records failed, saying the tool may still be running
+    (finding F-7), instead of outcome_unknown, which is the default and Dex's answer."""
 
 
 # ---------------------------------------------------------------------------------------------

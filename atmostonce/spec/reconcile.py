@@ -35,7 +35,8 @@ class CallKind(enum.Enum):
     """Recorded outcome_unknown: the page's reconcile steps are for these."""
     MAY_STILL_BE_RUNNING = "failed_may_still_be_running"
     """Recorded failed because its attempt was cancelled while the tool may still have been
-    running (D-4): its write can land after the record (F-7)."""
+    running, by an executor declaring D-4's other choice: its write can land after the record
+    (F-7)."""
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,7 @@ def unknown_result(message: Message) -> bool:
 
 def cancelled_result(message: Message) -> bool:
     """Whether `message` is a tool result of a failed call whose error says the tool may still
-    be running (D-4, D-20)."""
+    be running (D-4's other choice, D-20)."""
     return (message.role is MessageRole.TOOL
             and message.tool_output.startswith(MAY_STILL_BE_RUNNING_TOOL_RESULT))
 

@@ -51,6 +51,38 @@ class AttemptEnd(enum.Enum):
         return self is not AttemptEnd.NOT_REACHED
 
 
+class AttemptProgress(enum.Enum):
+    """How far an attempt that ended without the tool's answer got, in the three states and
+    the names Dex gives them (`RecoveryErrorInfo.attempt_progress`, protocol 4): the history
+    shows it for each such attempt, and a record's error names it (D-5, D-30, D-31)."""
+
+    NOT_STARTED = "NOT_STARTED"
+    """Never handed to a worker: the tool did not run (D-5, D-10)."""
+    NOT_COMPLETED = "NOT_COMPLETED"
+    """Handed to a worker, then it ended without a result: lost, cancelled or timed out."""
+    UNSPECIFIED = "UNSPECIFIED"
+    """Not known: written by a version that kept no progress; treated as reached (D-5, D-31)."""
+
+    @property
+    def reached_worker(self) -> bool:
+        """Whether the attempt counts as reached: anything but NOT_STARTED (D-5)."""
+        return self is not AttemptProgress.NOT_STARTED
+
+    @classmethod
+    def of_end(cls, end: AttemptEnd) -> AttemptProgress | None:
+        """The progress of an attempt that ended with `end`; None when the tool answered
+        (returned, or reported a failure), which needs no recovery."""
+        if end is AttemptEnd.NOT_REACHED:
+            return cls.NOT_STARTED
+        if end in (AttemptEnd.WORKER_LOST, AttemptEnd.CANCELLED):
+            return cls.NOT_COMPLETED
+        return None
+
+    def tag(self) -> str:
+        """How a record's error names it: `(attempt progress NOT_STARTED)`."""
+        return f"(attempt progress {self.value})"
+
+
 class FailureKind(enum.Enum):
     """Which of the failed record's error texts applies."""
 
@@ -70,20 +102,42 @@ class RejectReason(enum.Enum):
 # TC-REC-NOTRUN: the exact opening of the error of a call that never reached a worker.
 DID_NOT_RUN_PREFIX = "the tool did not run, so it is safe to call again"
 
+_NOT_STARTED = AttemptProgress.NOT_STARTED.tag()
+_NOT_COMPLETED = AttemptProgress.NOT_COMPLETED.tag()
+
+# Each failed error after an attempt that ended without the tool's answer names its progress,
+# as Dex's recovery detail does; the did-not-run one is the prefix, ": ", then the detail.
 _FAILURE_TEXT: dict[FailureKind, str] = {
-    FailureKind.DID_NOT_RUN: DID_NOT_RUN_PREFIX
-    + ": no attempt reached a worker",
+    FailureKind.DID_NOT_RUN: f"{DID_NOT_RUN_PREFIX}: no attempt reached a worker {_NOT_STARTED}",
     FailureKind.TOOL_ERROR: "the tool reported a failure",
     FailureKind.MAY_HAVE_RUN: "the tool may have run: an attempt reached a worker that then "
-    "stopped, and no attempts are left",
-    FailureKind.MAY_STILL_BE_RUNNING: "the attempt was cancelled after it reached a worker; the "
-    "tool may still be running, so calling it again can repeat its effect",
+    f"stopped, and no attempts are left {_NOT_COMPLETED}",
+    FailureKind.MAY_STILL_BE_RUNNING: "the attempt was cancelled after it reached a worker "
+    f"{_NOT_COMPLETED}; the tool may still be running, so calling it again can repeat its "
+    "effect",
 }
 
 OUTCOME_UNKNOWN_ERROR = (
-    "outcome unknown: an attempt reached a worker that then stopped, so the tool may or may not "
-    "have taken effect; it will not be run again; reconcile it with its idempotency key"
+    "outcome unknown: an attempt reached a worker and ended without a result, so the tool may or "
+    "may not have taken effect; it will not be run again; reconcile it with its idempotency key"
 )
+
+_UNKNOWN_DETAIL: dict[AttemptEnd, str] = {
+    AttemptEnd.WORKER_LOST: f"its worker stopped or lost its connection {_NOT_COMPLETED}",
+    AttemptEnd.CANCELLED: "it was cancelled or timed out, and the tool may still be running "
+    f"{_NOT_COMPLETED}",
+    AttemptEnd.NOT_REACHED: f"an earlier attempt reached a worker {_NOT_COMPLETED}; the last "
+    "one never did",
+}
+UNSPECIFIED_DETAIL = (
+    f"written by a version that kept no attempt progress {AttemptProgress.UNSPECIFIED.tag()}"
+)
+"""The detail of a record whose attempt's progress is not known (D-31)."""
+
+
+def unknown_detail(end: AttemptEnd) -> str:
+    """The detail of an outcome_unknown error: how its last attempt ended and its progress."""
+    return _UNKNOWN_DETAIL.get(end, "")
 
 _REJECT_TEXT: dict[RejectReason, str] = {
     RejectReason.PERSON: "rejected: a person rejected the call",
@@ -116,6 +170,7 @@ def decide(
     attempts_made: int,
     max_attempts: int,
     reached_before: bool,
+    cancel_records_failed: bool = False,
 ) -> Decision:
     """The decision after attempt number `attempts_made` ended with `end`.
 
@@ -123,8 +178,10 @@ def decide(
     never gets another attempt (TC-EFF-NONIDEM, D-10); retries are for infrastructure failures
     after which the tool may have run (TC-REC-LOST, TC-REC-RETRY, D-9), never for a failure the
     tool reported (D-3); when attempts run out after a reach, a read records failed
-    (TC-REC-EXHAUST-READ) and any other class outcome_unknown (TC-REC-EXHAUST-OTHER); a
-    cancelled single attempt records failed saying the tool may still be running (D-4).
+    (TC-REC-EXHAUST-READ) and any other class outcome_unknown (TC-REC-EXHAUST-OTHER), a
+    cancelled or timed-out single attempt among them (D-4, as Dex records it). With D-4's
+    other choice, `cancel_records_failed`, that cancelled single attempt records failed saying
+    the tool may still be running (F-7).
 
     pre: 1 <= attempts_made <= max_attempts
     post: __return__.retry == (__return__.record is None)
@@ -135,6 +192,7 @@ def decide(
     post: __return__.failure is not FailureKind.DID_NOT_RUN or (end is AttemptEnd.NOT_REACHED and not reached_before)
     post: __return__.record is not Record.OUTCOME_UNKNOWN or effect is not EffectClass.READ
     post: __return__.record is not Record.OUTCOME_UNKNOWN or reached_before or end.reached_worker
+    post: not (end is AttemptEnd.CANCELLED and not retries_allowed(effect) and effect is not EffectClass.READ) or (__return__.record is (Record.FAILED if cancel_records_failed else Record.OUTCOME_UNKNOWN))
     post: __return__.record is not Record.REJECTED
     post: not (end is AttemptEnd.NOT_REACHED and not reached_before) or __return__.retry or __return__.failure is FailureKind.DID_NOT_RUN
     """
@@ -153,7 +211,7 @@ def decide(
             else FailureKind.MAY_HAVE_RUN
         )
         return Decision(False, Record.FAILED, kind)
-    if not retries_allowed(effect) and end is AttemptEnd.CANCELLED:
+    if cancel_records_failed and not retries_allowed(effect) and end is AttemptEnd.CANCELLED:
         return Decision(False, Record.FAILED, FailureKind.MAY_STILL_BE_RUNNING)
     return Decision(False, Record.OUTCOME_UNKNOWN, None)
 
@@ -175,12 +233,14 @@ def record_of(decision: Decision, detail: str = "") -> Outcome:
         assert decision.failure is not None
         return Outcome(Record.FAILED, failure_text(decision.failure, detail), decision.failure)
     if decision.record is Record.OUTCOME_UNKNOWN:
-        return Outcome(Record.OUTCOME_UNKNOWN, OUTCOME_UNKNOWN_ERROR)
+        error = f"{OUTCOME_UNKNOWN_ERROR}: {detail}" if detail else OUTCOME_UNKNOWN_ERROR
+        return Outcome(Record.OUTCOME_UNKNOWN, error)
     return Outcome(decision.record, "")
 
 
 def classify_attempts(
-    effect: EffectClass, ends: Sequence[AttemptEnd], max_attempts: int
+    effect: EffectClass, ends: Sequence[AttemptEnd], max_attempts: int,
+    cancel_records_failed: bool = False,
 ) -> Decision:
     """Fold a call's attempt history through `decide`; SpecError if the history is impossible.
 
@@ -202,7 +262,7 @@ def classify_attempts(
                 f"attempt {number} cannot exist: the call was already decided after "
                 f"attempt {number - 1}"
             )
-        decision = decide(effect, end, number, max_attempts, reached)
+        decision = decide(effect, end, number, max_attempts, reached, cancel_records_failed)
         reached = reached or end.reached_worker
     return decision
 

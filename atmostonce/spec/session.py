@@ -14,7 +14,14 @@ import enum
 from dataclasses import dataclass
 
 from atmostonce.spec.policy import EffectClass
-from atmostonce.spec.records import AttemptEnd, FailureKind, Outcome, Record, failure_text
+from atmostonce.spec.records import (
+    AttemptEnd,
+    AttemptProgress,
+    FailureKind,
+    Outcome,
+    Record,
+    failure_text,
+)
 
 
 class ToolCallStatus(enum.Enum):
@@ -46,7 +53,8 @@ class MessageRole(enum.Enum):
 OUTCOME_UNKNOWN_TOOL_RESULT = "[outcome_unknown] the tool may or may not have taken effect"
 
 # D-20, F-7: how the tool result of a failed call opens when the tool may still be running (a
-# cancelled or timed-out attempt, D-4); `reconcile --include-cancelled` looks for it.
+# cancelled or timed-out attempt under D-4's other choice); `reconcile --include-cancelled`
+# looks for it.
 MAY_STILL_BE_RUNNING_TOOL_RESULT = (
     f"{Record.FAILED.value}: {failure_text(FailureKind.MAY_STILL_BE_RUNNING)}"
 )
@@ -56,9 +64,11 @@ MAY_STILL_BE_RUNNING_TOOL_RESULT = (
 class AttemptView:
     """One attempt of a call as the Flow's history shows it (TC-RCN-HISTORY, D-30): when it was
     queued, when it was handed to which worker (from then on it counts as reached, D-5), when
-    that worker's `Started` arrived, and how and when it ended. Times are the server's clock;
-    None is not yet, or not known: `started_at` is what this server process saw, so an attempt
-    handed out before a restart shows none."""
+    that worker's `Started` arrived, how and when it ended, and for an attempt that ended
+    without the tool's answer its progress as Dex names it (NOT_STARTED, NOT_COMPLETED, or
+    UNSPECIFIED, which counts as reached). Times are the server's clock; None is not yet, or
+    not known: `started_at` is what this server process saw, so an attempt handed out before a
+    restart shows none."""
 
     number: int
     queued_at: float
@@ -67,11 +77,15 @@ class AttemptView:
     started_at: float | None = None
     ended_at: float | None = None
     end: AttemptEnd | None = None
+    progress: AttemptProgress | None = None
 
     @property
     def reached(self) -> bool:
-        """Whether the attempt reached a worker: it was handed out (D-5)."""
-        return self.handed_at is not None
+        """Whether the attempt reached a worker: it was handed out (D-5), or its progress says
+        so or is not known (UNSPECIFIED is treated as reached, D-31)."""
+        if self.handed_at is not None:
+            return True
+        return self.progress is not None and self.progress.reached_worker
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from atmostonce.executor import before_upgrade, reference
 from atmostonce.spec.policy import EffectClass, ToolPolicy
 from atmostonce.spec.protocol import Ask, ExecutorConfig, SetPolicy, TimerKind
 from atmostonce.spec.reconcile import NEVER_REACHED_FINDING, history_finding, never_reached
-from atmostonce.spec.records import AttemptEnd
+from atmostonce.spec.records import AttemptEnd, AttemptProgress
 from atmostonce.spec.session import AttemptView, ToolCallStatus
 from tests.executor.driver import SESSION, TURN, Driver
 
@@ -41,10 +41,36 @@ def test_the_history_shows_each_attempt_queued_handed_started_and_ended_with_tim
     view = d.view(key)
     assert view.history
     assert view.attempts == (
-        AttemptView(1, 0.0, "w1", 1.0, 2.0, lost_at, AttemptEnd.WORKER_LOST),
+        AttemptView(1, 0.0, "w1", 1.0, 2.0, lost_at, AttemptEnd.WORKER_LOST,
+                    AttemptProgress.NOT_COMPLETED),
         AttemptView(2, lost_at),
     )
     assert [a.reached for a in view.attempts] == [True, False]
+
+
+@pytest.mark.clause("D-30", "D-5", "TC-REC-NOTRUN", "TC-REC-LOST")
+def test_the_history_and_the_error_name_each_attempts_progress_as_dex_does() -> None:
+    """An attempt that ended without the tool's answer shows its progress in Dex's three
+    names: NOT_STARTED when it never left the queue, NOT_COMPLETED once handed out; one the
+    tool answered shows none; and the call's record's error names the progress too."""
+    d = ready()
+    key = d.ask("lookup", "c1")
+    d.fire(TimerKind.QUEUE_TIMEOUT, f"{key}#1")
+    d.fire(TimerKind.RETRY_BACKOFF, key)
+    go = d.poll("w1")
+    assert go is not None
+    d.fire(TimerKind.HEARTBEAT_TIMEOUT, "w1")
+    view = d.view(key)
+    assert [a.progress for a in view.attempts] == [AttemptProgress.NOT_STARTED,
+                                                   AttemptProgress.NOT_COMPLETED]
+    assert view.status is ToolCallStatus.FAILED
+    assert view.error.endswith("(attempt progress NOT_COMPLETED)")
+    unreached = d.ask("cancel", "c2")
+    d.fire(TimerKind.QUEUE_TIMEOUT, f"{unreached}#1")
+    assert d.view(unreached).error.endswith("(attempt progress NOT_STARTED)")
+    answered = d.ask("cancel", "c3")
+    d.run("w2", ok=True)
+    assert [a.progress for a in d.view(answered).attempts] == [None]
 
 
 @pytest.mark.clause("D-30", "D-5", "TC-REC-LOST")
@@ -88,7 +114,10 @@ def test_an_upgraded_server_keeps_an_older_servers_unknown_record_and_its_unreac
     d.restart(after=5.0)
     view = d.view(key)
     assert view.status is ToolCallStatus.OUTCOME_UNKNOWN
-    assert view.attempts == (AttemptView(1, 0.0, "", None, None, 5.0, AttemptEnd.NOT_REACHED),)
+    assert view.attempts == (AttemptView(1, 0.0, "", None, None, 5.0, AttemptEnd.NOT_REACHED,
+                                         AttemptProgress.NOT_STARTED),)
+    # The older server's record names no progress (D-31): UNSPECIFIED, as Dex's old servers.
+    assert view.error.endswith("(attempt progress UNSPECIFIED)")
     assert history_finding(d.snapshot(), key) == NEVER_REACHED_FINDING
 
 

@@ -19,6 +19,7 @@ from atmostonce.spec.protocol import (
 from atmostonce.spec.records import (
     DID_NOT_RUN_PREFIX,
     OUTCOME_UNKNOWN_ERROR,
+    AttemptProgress,
     FailureKind,
     failure_text,
 )
@@ -32,8 +33,10 @@ UNCL = EffectClass.UNCLASSIFIED
 SINGLE = (NONIDEM, UNCL)
 
 
-def ready(effect: EffectClass, max_attempts: int = 2, fence: bool = False) -> Driver:
-    d = Driver(ExecutorConfig(max_attempts=max_attempts, fence=fence))
+def ready(effect: EffectClass, max_attempts: int = 2, fence: bool = False,
+          cancel_records_failed: bool = False) -> Driver:
+    d = Driver(ExecutorConfig(max_attempts=max_attempts, fence=fence,
+                              cancel_records_failed=cancel_records_failed))
     d.open()
     d.policy("tool", effect, requires_approval=False)
     return d
@@ -86,7 +89,8 @@ def test_only_reads_and_idempotent_writes_get_another_attempt(effect: EffectClas
         assert handed(d, "w2").attempt == f"{key}#2"
     else:
         assert d.view(key).status is ToolCallStatus.OUTCOME_UNKNOWN
-        assert d.view(key).error == OUTCOME_UNKNOWN_ERROR
+        assert d.view(key).error == (f"{OUTCOME_UNKNOWN_ERROR}: its worker stopped or lost "
+                                     "its connection (attempt progress NOT_COMPLETED)")
         assert d.poll("w2") is None
         assert len(d.entries("queued")) == 1
 
@@ -158,12 +162,36 @@ def test_a_worker_lost_after_the_hand_out_may_have_run_the_tool(started: bool) -
     assert not d.pending(TimerKind.RUN_TIMEOUT, go.attempt)
 
 
-@pytest.mark.clause("D-4", "TC-AMO-3", "TC-REC-FAIL")
+@pytest.mark.clause("D-4", "TC-AMO-3", "TC-REC-EXHAUST-OTHER")
 @pytest.mark.parametrize("effect", SINGLE, ids=lambda e: e.value)
-def test_a_timed_out_single_attempt_is_cancelled_and_may_still_be_running(
+def test_a_timed_out_single_attempt_is_cancelled_and_records_outcome_unknown(
     effect: EffectClass,
 ) -> None:
+    """D-4 as Dex has it: the cancelled write's outcome is unknown, its error says the tool may
+    still be running and names the attempt's progress, and its run keeps the fence closed."""
     d = ready(effect, fence=True)
+    key = d.ask("tool", "c1")
+    go = handed(d, "w1")
+    d.start("w1", go.attempt)
+    commands = d.fire(TimerKind.RUN_TIMEOUT, go.attempt)
+    assert Cancel("w1", go.attempt) in commands
+    view = d.view(key)
+    assert view.status is ToolCallStatus.OUTCOME_UNKNOWN
+    assert view.error == (f"{OUTCOME_UNKNOWN_ERROR}: it was cancelled or timed out, and the "
+                          "tool may still be running (attempt progress NOT_COMPLETED)")
+    assert view.attempts[0].progress is AttemptProgress.NOT_COMPLETED
+    (ended,) = d.entries("ended")
+    assert (ended["end"], ended["may_still_run"]) == ("cancelled", True)
+    d.ask("tool", "c2")
+    assert d.poll("w2") is None, "the abandoned run keeps the fence closed"
+
+
+@pytest.mark.clause("D-4", "F-7", "TC-AMO-3", "TC-REC-FAIL")
+@pytest.mark.parametrize("effect", SINGLE, ids=lambda e: e.value)
+def test_under_the_failed_choice_a_timed_out_single_attempt_may_still_be_running(
+    effect: EffectClass,
+) -> None:
+    d = ready(effect, fence=True, cancel_records_failed=True)
     key = d.ask("tool", "c1")
     go = handed(d, "w1")
     d.start("w1", go.attempt)

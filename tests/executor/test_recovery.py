@@ -20,7 +20,12 @@ from atmostonce.spec.protocol import (
     StartTimer,
     TimerKind,
 )
-from atmostonce.spec.records import DID_NOT_RUN_PREFIX, OUTCOME_UNKNOWN_ERROR
+from atmostonce.spec.records import (
+    DID_NOT_RUN_PREFIX,
+    OUTCOME_UNKNOWN_ERROR,
+    AttemptEnd,
+    unknown_detail,
+)
 from atmostonce.spec.session import AgentSnapshot, ToolCallStatus
 from tests.executor.driver import Driver
 
@@ -44,7 +49,9 @@ def test_an_attempt_handed_out_but_never_started_ends_outcome_unknown() -> None:
     assert go is not None
     commands = d.restart(after=5.0)
     view = d.view(key)
-    assert (view.status, view.error) == (ToolCallStatus.OUTCOME_UNKNOWN, OUTCOME_UNKNOWN_ERROR)
+    assert (view.status, view.error) == (
+        ToolCallStatus.OUTCOME_UNKNOWN,
+        f"{OUTCOME_UNKNOWN_ERROR}: {unknown_detail(AttemptEnd.WORKER_LOST)}")
     ended = d.entries("ended")[-1]
     assert (ended["attempt"], ended["end"], ended["may_still_run"]) == (
         go.attempt, "worker_lost", True)

@@ -11,7 +11,7 @@ from atmostonce.spec.errors import SpecError
 from atmostonce.spec.policy import EffectClass
 from atmostonce.spec.protocol import Ask, ExecutorConfig, Persist, Reply, TimerKind
 from atmostonce.spec.reconcile import pending_reports, report_text
-from atmostonce.spec.records import OUTCOME_UNKNOWN_ERROR
+from atmostonce.spec.records import OUTCOME_UNKNOWN_ERROR, AttemptEnd, unknown_detail
 from atmostonce.spec.session import (
     OUTCOME_UNKNOWN_TOOL_RESULT,
     AgentSnapshot,
@@ -22,6 +22,9 @@ from atmostonce.spec.session import (
     ToolCallView,
 )
 from tests.executor.driver import Driver
+
+LOST_UNKNOWN = f"{OUTCOME_UNKNOWN_ERROR}: {unknown_detail(AttemptEnd.WORKER_LOST)}"
+"""The error of a single-attempt call whose worker was lost (attempt progress NOT_COMPLETED)."""
 
 
 def mixed() -> tuple[Driver, list[str]]:
@@ -52,7 +55,7 @@ def test_the_snapshot_lists_calls_in_ask_order_with_status_error_and_key() -> No
         ToolCallView("t1", "c1", "refund", ToolCallStatus.AWAITING_APPROVAL, "", keys[0]),
         ToolCallView("t1", "c2", "lookup", ToolCallStatus.SUCCEEDED, "", keys[1]),
         ToolCallView("t1", "c3", "cancel", ToolCallStatus.OUTCOME_UNKNOWN,
-                     OUTCOME_UNKNOWN_ERROR, keys[2]),
+                     LOST_UNKNOWN, keys[2]),
         ToolCallView("t1", "c4", "lookup", ToolCallStatus.RUNNING, "", keys[3]),
     ), snapshot.messages)
 
@@ -64,13 +67,13 @@ def test_records_become_tool_messages_and_finished_events() -> None:
         Message(MessageRole.TOOL, turn_id="t1", tool_call_id="c2", tool_output="found",
                 tool_arguments='{"id": 2}'),
         Message(MessageRole.TOOL, turn_id="t1", tool_call_id="c3",
-                tool_output=f"{OUTCOME_UNKNOWN_TOOL_RESULT}: {OUTCOME_UNKNOWN_ERROR}",
+                tool_output=f"{OUTCOME_UNKNOWN_TOOL_RESULT}: {LOST_UNKNOWN}",
                 tool_arguments='{"order": 1002}'),
     )
     assert d.published == [
         ToolCallFinished("s1", "t1", "c2", ToolCallStatus.SUCCEEDED),
         ToolCallFinished("s1", "t1", "c3", ToolCallStatus.OUTCOME_UNKNOWN,
-                         OUTCOME_UNKNOWN_ERROR),
+                         LOST_UNKNOWN),
     ]
 
 

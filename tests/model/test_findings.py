@@ -1,5 +1,6 @@
-"""Findings F-6 and F-7: what the model says about the page's advice for the double run, and
-about the failed record of a cancelled call whose write lands after it."""
+"""Findings F-6 and F-7 and both choices of D-4: what the model says about the page's advice
+for the double run, about the outcome_unknown record of a cancelled single attempt (D-4's
+default), and about the failed record of D-4's other choice, whose write lands after it."""
 
 from __future__ import annotations
 
@@ -32,12 +33,28 @@ def test_every_claim_of_finding_f6_holds() -> None:
     assert claims["b"].trace is None
 
 
+@pytest.mark.clause("D-4", "TC-REC-EXHAUST-OTHER", "TC-RCN-FIND", "TC-AMO-3")
+def test_d4_by_default_a_cancelled_single_attempt_is_unknown_and_reconciled() -> None:
+    claims = claims_of("D-4")
+    assert set(claims) == set("ab")
+    for claim in claims.values():
+        assert claim.holds, f"{claim.id}: {claim.statement}"
+        assert not claim.config.cancel_records_failed
+    trace = claims["a"].trace
+    assert trace is not None
+    actions = [step.action["action"] for step in trace.steps]
+    assert actions[:4] == [StepKind.ASK, StepKind.HAND, StepKind.GO, StepKind.TIME_OUT]
+    assert "call 0 record: None -> outcome_unknown" in trace.steps[3].changes
+    assert claims["b"].trace is None
+
+
 @pytest.mark.clause("F-7", "D-4", "TC-REC-FAIL", "TC-AMO-3")
 def test_f7_the_shortest_trace_records_failed_then_the_write_lands() -> None:
     claims = claims_of(FindingId.F_7)
     assert set(claims) == set("abc")
     for claim in claims.values():
         assert claim.holds, f"{claim.id}: {claim.statement}"
+        assert claim.config.cancel_records_failed
     trace = claims["a"].trace
     assert trace is not None
     actions = [step.action["action"] for step in trace.steps]
@@ -51,7 +68,7 @@ def test_f7_the_shortest_trace_records_failed_then_the_write_lands() -> None:
 
 @pytest.mark.clause("F-7", "D-20", "TC-RCN-ONCE")
 def test_f7_reconcile_including_cancelled_calls_reports_them_and_a_blind_job_twice() -> None:
-    config = findings._BASE.with_(reconcile_cancelled=True)
+    config = findings._FAILS.with_(reconcile_cancelled=True)
     system = System(config)
     reported = Explorer(system, stop_at_first=False, goal=lambda st: any(
         c[s.CS] == s.C_FAILED and c[s.REP] == 1 for c in system.calls_of(st)))

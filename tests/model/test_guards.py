@@ -56,18 +56,20 @@ def test_each_effect_class_has_exactly_one_call_machine() -> None:
 @pytest.mark.parametrize("machine", CALLS, ids=lambda m: m.name)
 @pytest.mark.clause("TC-REC-RETRY", "TC-REC-EXHAUST-READ", "TC-REC-EXHAUST-OTHER", "D-3", "D-4")
 def test_guards_pick_the_edge_the_record_rule_picks(machine: MachineDef) -> None:
-    """For every way an attempt can end, exactly one edge out of `attempting` has a guard
-    that holds, and it is the trigger the model's decision table (the spec's `decide`) fires."""
+    """For every way an attempt can end, under either choice of D-4, exactly one edge out of
+    `attempting` has a guard that holds, and it is the trigger the model's decision table (the
+    spec's `decide`) fires."""
     table = decision_table()
     more_options = (False, True) if machine is CALL_TOOL else (False,)
     checked = 0
-    for effect, (end_kind, end), more, reached in product(
-            machine.effects, SPEC_END.items(), more_options, (False, True)):
-        situation = Situation(effect, end=end, attempts_left=more, reached_before=reached)
-        expected, _ = table[(EFFECT_INDEX[effect], end_kind, more, reached)]
+    for effect, (end_kind, end), more, reached, fails in product(
+            machine.effects, SPEC_END.items(), more_options, (False, True), (False, True)):
+        situation = Situation(effect, end=end, attempts_left=more, reached_before=reached,
+                              cancel_records_failed=fails)
+        expected, _ = table[(EFFECT_INDEX[effect], end_kind, more, reached, fails)]
         assert _chosen(machine, "attempting", situation) == [expected], situation
         checked += 1
-    assert checked == len(machine.effects) * len(SPEC_END) * len(more_options) * 2
+    assert checked == len(machine.effects) * len(SPEC_END) * len(more_options) * 4
 
 
 @pytest.mark.parametrize("machine", CALLS, ids=lambda m: m.name)

@@ -76,7 +76,7 @@ def test_the_double_run_witness_becomes_a_chart(tmp_path: Path) -> None:
         ("executor", "worker 0", "go-ahead: call 0 attempt 1"),
         ("worker 0", "worker 0", "starts call 0's tool"),
         ("executor", "worker 0", "cancel call 0 (timed out)"),
-        ("executor", "agent", "call 0: failed (may_still_be_running)"),
+        ("executor", "agent", "call 0: outcome_unknown"),
         ("agent", "executor", f"ask {tool} again (call 1)"),
         ("executor", "people", "call 1 needs approval"),
         ("people", "executor", "approve call 1"),

@@ -11,7 +11,7 @@ import pytest
 from atmostonce.runtime import codec
 from atmostonce.spec.errors import SpecError
 from atmostonce.spec.policy import EffectClass, ToolPolicy
-from atmostonce.spec.records import AttemptEnd
+from atmostonce.spec.records import AttemptEnd, AttemptProgress
 from atmostonce.spec.session import AgentSnapshot, AttemptView, ToolCallStatus, ToolCallView
 
 SNAPSHOT = AgentSnapshot("s", (
@@ -21,6 +21,14 @@ SNAPSHOT = AgentSnapshot("s", (
     ToolCallView("t", "c2", "refund", ToolCallStatus.AWAITING_APPROVAL, "", "s/t/c2",
                  EffectClass.IDEMPOTENT_WRITE, True, 120.0, (), True),
     ToolCallView("t", "c3", "other", ToolCallStatus.RUNNING, "", "s/t/c3"),
+    ToolCallView("t", "c4", "lookup", ToolCallStatus.FAILED, "", "s/t/c4", EffectClass.READ,
+                 False, None, (
+                     AttemptView(1, 0.0, "", None, None, 1.0, AttemptEnd.NOT_REACHED,
+                                 AttemptProgress.NOT_STARTED),
+                     AttemptView(2, 1.0, "w1", 1.5, None, 3.0, AttemptEnd.WORKER_LOST,
+                                 AttemptProgress.NOT_COMPLETED),
+                     AttemptView(3, 3.0, "", None, None, 4.0, AttemptEnd.WORKER_LOST,
+                                 AttemptProgress.UNSPECIFIED)), True),
 ), ())
 
 
@@ -28,6 +36,16 @@ SNAPSHOT = AgentSnapshot("s", (
 def test_a_snapshot_comes_back_as_it_was_sent() -> None:
     wire = json.loads(json.dumps(codec.snapshot_json(SNAPSHOT)))
     assert codec.snapshot_of(wire) == SNAPSHOT
+
+
+@pytest.mark.clause("D-30", "D-31", "D-5")
+def test_attempt_progress_travels_by_dexs_names_and_unspecified_counts_as_reached() -> None:
+    wire = json.loads(json.dumps(codec.snapshot_json(SNAPSHOT)))
+    attempts = wire["tool_calls"][3]["attempts"]
+    assert [a["progress"] for a in attempts] == ["NOT_STARTED", "NOT_COMPLETED", "UNSPECIFIED"]
+    assert [a.reached for a in SNAPSHOT.tool_calls[3].attempts] == [False, True, True]
+    del attempts[0]["progress"]  # a server that sends none: not known, so not claimed
+    assert codec.snapshot_of(wire).tool_calls[3].attempts[0].progress is None
 
 
 @pytest.mark.clause("D-32")

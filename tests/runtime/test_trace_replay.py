@@ -42,7 +42,7 @@ def test_the_documented_double_run_replays_on_the_runtime_with_two_runs_at_the_l
     assert code == 0, report
     assert report["layer"] == "runtime"
     assert [s["verdict"] for s in report["steps"]] == ["agree"] * 9, report
-    assert "call 0 failed" in report["steps"][4]["implementation"]
+    assert "call 0 outcome_unknown" in report["steps"][4]["implementation"]
     ledger = report["notes"][-1]
     assert ledger.startswith("the ledger holds 2 runs: "), ledger
     assert ledger.count("cancel_order for s/turn-") == 2
@@ -107,7 +107,8 @@ def test_a_broken_executors_server_diverges_on_the_double_run_at_the_time_out(
     assert code == 1
     assert [s["verdict"] for s in report["steps"]] == \
         ["agree"] * 4 + ["DIVERGED"] + ["not reached"] * 4, report
-    assert "the tool did not run" in report["steps"][4]["implementation"]
+    assert "is failed on the runtime but outcome_unknown in the model" in \
+        report["steps"][4]["implementation"]
 
 
 class _Context:

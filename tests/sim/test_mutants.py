@@ -21,8 +21,18 @@ def first_catch(mutant: ExecutorMutant) -> RunResult | None:
     return None
 
 
+DECLARED_ELSEWHERE = {
+    "cancel_records_failed_ignored": "it breaks only an executor that declares D-4's other "
+    "choice, which no simulation profile declares; conformance's pass under that choice "
+    "catches it (tests/check/lockstep/test_mutants_caught.py)",
+}
+"""Mutants that break only an option the simulation's profiles never declare."""
+
+
 @pytest.mark.parametrize("name", sorted(EXECUTOR_MUTANTS))
 def test_the_simulation_catches_the_executor_mutant(name: str) -> None:
+    if name in DECLARED_ELSEWHERE:
+        pytest.skip(DECLARED_ELSEWHERE[name])
     mutant = EXECUTOR_MUTANTS[name]
     caught = first_catch(mutant)
     assert caught is not None, f"{name} ({mutant.summary}) escaped the simulation"

@@ -142,7 +142,8 @@ def test_a_sweep_value_is_read_as_toml_reads_it() -> None:
 
 BAD = [
     ('[executor]\nheartbeat_timout = 5\n[[tools]]\nname = "t"\n',
-     "executor.heartbeat_timout: unknown key (known here: approval_deadline, fence"),
+     "executor.heartbeat_timout: unknown key (known here: approval_deadline, "
+     "cancel_records_failed, fence"),
     ('bogus = 1\n[[tools]]\nname = "t"\n', ": bogus: unknown key"),
     ('[[tools]]\nname = "t"\neffect = "writes"\n',
      "tools.t.effect: unknown value 'writes' (known: read, idempotent_write"),

@@ -96,7 +96,8 @@ def test_a_sweep_tells_a_terminal_of_each_value(capsys: pytest.CaptureFixture[st
 
 def test_a_longer_heartbeat_timeout_gives_fewer_outcome_unknown_known_later() -> None:
     """The lease is half the heartbeat timeout (D-12): a longer one lets a worker ride out a
-    longer connection loss, so fewer single-attempt calls end outcome_unknown; a worker that
+    longer connection loss, so fewer single-attempt calls end outcome_unknown, down to the floor
+    of runs cancelled by the run timeout (D-4), which no heartbeat setting moves; a worker that
     really died is declared lost later, so those that still do are recorded later."""
     seeds = range(30)
     figures = []
@@ -109,7 +110,7 @@ def test_a_longer_heartbeat_timeout_gives_fewer_outcome_unknown_known_later() ->
         assert unknown is not None
         figures.append((totals.records["outcome_unknown"], unknown[1]))
     counts = [n for n, _ in figures]
-    assert counts[0] > counts[1] > counts[2], figures
+    assert counts[0] > counts[1] >= counts[2], figures
     assert figures[0][1] < figures[2][1], figures
 
 

@@ -17,6 +17,7 @@ from atmostonce.spec.records import (
     DID_NOT_RUN_PREFIX,
     OUTCOME_UNKNOWN_ERROR,
     AttemptEnd,
+    AttemptProgress,
     Decision,
     FailureKind,
     Record,
@@ -25,6 +26,7 @@ from atmostonce.spec.records import (
     decide,
     record_of,
     rejected,
+    unknown_detail,
 )
 
 READ = EffectClass.READ
@@ -68,11 +70,14 @@ def reason(effect: EffectClass, ends: tuple[AttemptEnd, ...], decision: Decision
     return "the tool may or may not have taken effect"
 
 
-@pytest.mark.clause("TC-REC-1", "TC-REC-SUCC", "TC-REC-FAIL", "TC-REC-REJ", "TC-REC-UNK")
-def test_outcome_table_is_reproduced_by_the_spec() -> None:
+@pytest.mark.clause("TC-REC-1", "TC-REC-SUCC", "TC-REC-FAIL", "TC-REC-REJ", "TC-REC-UNK", "D-4")
+@pytest.mark.parametrize("cancel_records_failed", [False, True])
+def test_outcome_table_is_reproduced_by_the_spec(cancel_records_failed: bool) -> None:
+    """The page's outcomes table, row by row; a cancelled single attempt records failed only
+    under D-4's other choice (F-7), and outcome_unknown by default, as Dex records it."""
     computed: dict[Record, set[str]] = {record: set() for record in Record}
     for effect, ends in histories(3):
-        decision = classify_attempts(effect, ends, 3)
+        decision = classify_attempts(effect, ends, 3, cancel_records_failed)
         assert decision.record is not None
         computed[decision.record].add(reason(effect, ends, decision))
     for state in ApprovalState:
@@ -82,17 +87,20 @@ def test_outcome_table_is_reproduced_by_the_spec() -> None:
                 computed[Record.REJECTED].add(
                     "a person rejected the call" if event is ApprovalEvent.REJECT
                     else "its approval deadline passed")
+    failed = {
+        "the tool reported a failure",
+        "the engine knows the tool did not run",
+        # The list under the table: a read out of attempts records failed.
+        "a read out of attempts after a worker reach",
+    }
+    if cancel_records_failed:
+        # D-4's other choice reads the at-most-once section's "records the failure" as the
+        # failed record (F-7).
+        failed.add("a cancelled attempt, the tool may still be running")
     assert computed == {
         # The outcomes table, one row per record.
         Record.SUCCEEDED: {"the tool returned a result"},
-        Record.FAILED: {
-            "the tool reported a failure",
-            "the engine knows the tool did not run",
-            # The list under the table: a read out of attempts records failed.
-            "a read out of attempts after a worker reach",
-            # The at-most-once section: a cancelled attempt records the failure (D-4).
-            "a cancelled attempt, the tool may still be running",
-        },
+        Record.FAILED: failed,
         Record.REJECTED: {"a person rejected the call", "its approval deadline passed"},
         Record.OUTCOME_UNKNOWN: {"the tool may or may not have taken effect"},
     }
@@ -106,6 +114,41 @@ def test_every_attempt_unreached_records_failed_safe_to_call_again(effect: Effec
     outcome = record_of(decision)
     assert outcome.record is Record.FAILED
     assert outcome.error.startswith(DID_NOT_RUN_PREFIX)
+
+
+PAGE_DID_NOT_RUN = "the tool did not run, so it is safe to call again"
+"""The opening the page gives the error of a call no attempt of which reached a worker, typed
+here from the page (Tool call outcomes), not taken from the spec's constant."""
+DEX_NOT_RUN_PREFIX = "the tool did not run, so it is safe to call again"
+"""Dex's TOOL_CALL_NOT_RUN_ERROR_PREFIX, as its release notes print it (superdurable/dex
+agents/v0.2.0, "Tool calls that never ran"): the prefix, then ": ", then the recovery detail."""
+
+
+@pytest.mark.clause("TC-REC-NOTRUN", "D-10", "D-5")
+@pytest.mark.parametrize("effect", list(EffectClass))
+def test_the_did_not_run_error_is_the_pages_and_dexs_wording_word_for_word(
+        effect: EffectClass) -> None:
+    """The error opens with the page's words exactly, which are Dex's prefix exactly, followed
+    as in Dex by ': ' and the detail, which names the attempt progress NOT_STARTED."""
+    assert PAGE_DID_NOT_RUN == DEX_NOT_RUN_PREFIX
+    attempts = 3 if retries_allowed(effect) else 1
+    error = record_of(classify_attempts(effect, (NR,) * attempts, attempts)).error
+    assert error == (f"{PAGE_DID_NOT_RUN}: no attempt reached a worker "
+                     "(attempt progress NOT_STARTED)")
+    assert error.split(": ", 1)[0] == DEX_NOT_RUN_PREFIX
+    assert DID_NOT_RUN_PREFIX == PAGE_DID_NOT_RUN
+
+
+@pytest.mark.clause("D-5", "D-30", "D-31")
+def test_attempt_progress_has_dexs_three_names_and_unspecified_counts_as_reached() -> None:
+    assert [p.value for p in AttemptProgress] == ["NOT_STARTED", "NOT_COMPLETED", "UNSPECIFIED"]
+    assert [p.reached_worker for p in AttemptProgress] == [False, True, True]
+    assert {end: AttemptProgress.of_end(end) for end in AttemptEnd} == {
+        NR: AttemptProgress.NOT_STARTED, LOST: AttemptProgress.NOT_COMPLETED,
+        CAN: AttemptProgress.NOT_COMPLETED, RET: None, TF: None}
+    for end in (LOST, CAN):
+        error = record_of(classify_attempts(NONIDEM, (end,), 1), unknown_detail(end)).error
+        assert error.endswith("(attempt progress NOT_COMPLETED)"), error
 
 
 @pytest.mark.clause("TC-REC-LOST", "TC-REC-RETRY")
@@ -148,15 +191,43 @@ def test_single_attempt_classes_never_get_a_second_attempt(
     assert not decide(effect, end, 1, 5, False).retry
 
 
-@pytest.mark.clause("TC-AMO-3", "D-4")
+@pytest.mark.clause("TC-AMO-3", "D-4", "TC-REC-EXHAUST-OTHER")
 @pytest.mark.parametrize("effect", [NONIDEM, UNCL])
-def test_cancelled_single_attempt_records_failed_saying_it_may_still_run(
+def test_cancelled_single_attempt_records_outcome_unknown_by_default(
     effect: EffectClass,
 ) -> None:
-    outcome = record_of(classify_attempts(effect, (CAN,), 1))
+    """D-4 as Dex has it: an attempt that reached a worker and ended without a result leaves
+    a write's outcome unknown, and the call is never run again."""
+    decision = classify_attempts(effect, (CAN,), 1)
+    assert (decision.record, decision.retry) == (Record.OUTCOME_UNKNOWN, False)
+    outcome = record_of(decision)
+    assert outcome.error.startswith(OUTCOME_UNKNOWN_ERROR)
+    assert DID_NOT_RUN_PREFIX not in outcome.error
+
+
+@pytest.mark.clause("TC-AMO-3", "D-4", "F-7")
+@pytest.mark.parametrize("effect", [NONIDEM, UNCL])
+def test_cancelled_single_attempt_records_failed_under_the_other_choice(
+    effect: EffectClass,
+) -> None:
+    outcome = record_of(classify_attempts(effect, (CAN,), 1, cancel_records_failed=True))
     assert outcome.record is Record.FAILED
     assert "may still be running" in outcome.error
     assert DID_NOT_RUN_PREFIX not in outcome.error
+
+
+@pytest.mark.clause("D-4", "TC-REC-EXHAUST-READ")
+@pytest.mark.parametrize("cancel_records_failed", [False, True])
+def test_the_choice_of_d4_changes_nothing_but_the_cancelled_single_attempt(
+    cancel_records_failed: bool,
+) -> None:
+    """Both choices agree on every history but a cancelled single attempt's."""
+    for effect, ends in histories(3):
+        single = not retries_allowed(effect)
+        if single and ends[-1] is CAN:
+            continue
+        assert classify_attempts(effect, ends, 3, cancel_records_failed) == \
+            classify_attempts(effect, ends, 3, not cancel_records_failed)
 
 
 @pytest.mark.clause("D-3")

@@ -66,8 +66,10 @@ def test_only_unknown_results_are_pending() -> None:
 
 
 def cancelled_result(turn: str, call: str) -> Message:
+    """The tool result of a cancelled call under D-4's other choice (F-7)."""
     outcome = record_of(classify_attempts(EffectClass.NON_IDEMPOTENT_WRITE,
-                                          (AttemptEnd.CANCELLED,), 1))
+                                          (AttemptEnd.CANCELLED,), 1,
+                                          cancel_records_failed=True))
     return Message(MessageRole.TOOL, turn_id=turn, tool_call_id=call,
                    tool_output=tool_result_text(outcome), tool_arguments='{"order": 7}')
 
@@ -113,6 +115,10 @@ def test_d20_cancelled_calls_are_pending_only_when_included_each_with_its_kind()
     history = [cancelled_result("t1", "c1"), unknown_result("t1", "c2")]
     assert history[0].tool_output.startswith(MAY_STILL_BE_RUNNING_TOOL_RESULT)
     assert [p.key for p in pending_reports("s", history)] == ["s/t1/c2"]
+    # By default (D-4) the cancelled call is outcome_unknown, which the page's steps find.
+    default = record_of(classify_attempts(EffectClass.NON_IDEMPOTENT_WRITE,
+                                          (AttemptEnd.CANCELLED,), 1))
+    assert default.record is Record.OUTCOME_UNKNOWN
     pending = pending_reports("s", history, include_cancelled=True)
     assert [(p.key, p.kind) for p in pending] == [
         ("s/t1/c1", CallKind.MAY_STILL_BE_RUNNING), ("s/t1/c2", CallKind.OUTCOME_UNKNOWN)]

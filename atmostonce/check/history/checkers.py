@@ -19,13 +19,13 @@ property is judged against:
 - A-SUCCEEDED-RETURNED: succeeded only after a run of the call returned (the ledger).
 - A-UNKNOWN-REACHED: outcome_unknown only after a hand-out.
 - A-EXHAUSTED-RECORD: a call that ended for an infrastructure reason after a hand-out records
-  failed if a read, outcome_unknown if an idempotent write, and for a single-attempt call
-  failed if it was cancelled or timed out (D-4), outcome_unknown if its worker was lost; a
-  retrying class gives up only after max_attempts attempts and never makes more
-  (TC-REC-RETRY, D-9).
+  failed if a read, outcome_unknown otherwise: an idempotent write, a single-attempt call whose
+  worker was lost, and one cancelled or timed out (D-4), which only an engine declaring D-4's
+  other choice (`ExecutorConfig.cancel_records_failed`) records failed; a retrying class gives
+  up only after max_attempts attempts and never makes more (TC-REC-RETRY, D-9).
 - A-RECORD-MEANING: a failed record saying the tool reported a failure follows a run that
-  reported one; any other failed record after a hand-out is a read's, or a cancelled single
-  attempt's, whose write may land after it (D-4, F-7).
+  reported one; any other failed record after a hand-out is a read's, or, under D-4's other
+  choice only, a cancelled single attempt's, whose write may land after it (F-7).
 - A-RETRY-CLASSES: no second attempt for a single-attempt class, none after the tool returned
   or reported a failure to the executor (D-3).
 - A-SAME-KEY: the go-ahead passes the key of the call the attempt belongs to; the snapshot

@@ -217,7 +217,8 @@ class RecordChecks(CheckerState):
 
     def _judge_exhausted(self, c: Call, status: ToolCallStatus, pos: int) -> None:
         """A-EXHAUSTED-RECORD: what a reached call that ended for an infrastructure reason
-        records (TC-REC-EXHAUST-READ, TC-REC-EXHAUST-OTHER, D-4, D-9)."""
+        records (TC-REC-EXHAUST-READ, TC-REC-EXHAUST-OTHER, D-4, D-9), by the choice of D-4
+        the engine declares."""
         if c.result_ok is not None:
             return  # the tool's own answer decided the call (D-3)
         current = c.current
@@ -226,13 +227,14 @@ class RecordChecks(CheckerState):
         if current is not None and current.cause is not None:
             cause = current.cause
             cause_pos = current.cause_pos
-        expected = _expected_record(c.policy, cause)
+        fails = self.config.cancel_records_failed
+        expected = _expected_record(c.policy, cause, fails)
         if status is not expected:
             self._bad(PropertyId.A_EXHAUSTED_RECORD, c,
                       f"{with_article(c.policy.effect.value)} call whose attempt "
                       f"{_CAUSE_TEXT[cause]} recorded {status.value}, not {expected.value}",
                       c.pos, cause_pos, pos)
-            self._followed_later(c, lambda p: _expected_record(p, cause) is status,
+            self._followed_later(c, lambda p: _expected_record(p, cause, fails) is status,
                                  f"it recorded {status.value}", pos)
             return
         attempts = len(c.attempts)
@@ -245,8 +247,8 @@ class RecordChecks(CheckerState):
     def _judge_failed_meaning(self, c: Call, error: str, pos: int) -> None:
         """A-RECORD-MEANING for failed: the tool reported a failure, or no attempt reached a
         worker (TC-REC-FAIL); excepted are a read out of attempts after a reach
-        (TC-REC-EXHAUST-READ) and a cancelled single attempt, whose write may land after the
-        record (D-4, F-7)."""
+        (TC-REC-EXHAUST-READ) and, when the engine declares D-4's other choice, a cancelled
+        single attempt, whose write may land after the record (F-7)."""
         reported = c.result_ok is False
         if error.startswith(TOOL_ERROR_TEXT) and not reported:
             self._bad(PropertyId.A_RECORD_MEANING, c,
@@ -256,11 +258,14 @@ class RecordChecks(CheckerState):
         if reported or not (c.handed or c.runs) or c.policy.effect is READ:
             return
         current = c.current
-        if c.single and current is not None and current.cause == GAVE_UP:
+        cancelled = c.single and current is not None and current.cause == GAVE_UP
+        if cancelled and self.config.cancel_records_failed:
             return
+        why = ("was cancelled, and the engine declares D-4's default, outcome_unknown"
+               if cancelled else "was not cancelled")
         self._bad(PropertyId.A_RECORD_MEANING, c,
                   f"recorded failed after {c.handed} hand-out(s) to a worker, though the tool "
-                  "reported no failure and was not cancelled", c.first_hand, pos)
+                  f"reported no failure and {why}", c.first_hand, pos)
 
     def _judge_orphans(self, c: Call, status: ToolCallStatus, pos: int) -> None:
         """A-DOUBLE-RUN-SHAPE: a run still going when its single-attempt call is recorded is
@@ -272,7 +277,7 @@ class RecordChecks(CheckerState):
             attempt = run.attempt
             cause = attempt.cause if attempt is not None else None
             restart = attempt is not None and attempt.epoch < self._epoch
-            if (status is FAILED and cause == GAVE_UP) or (
+            if (status in (FAILED, OUTCOME_UNKNOWN) and cause == GAVE_UP) or (
                     status is OUTCOME_UNKNOWN and restart):
                 run.orphan_ok = True
                 continue
@@ -304,10 +309,12 @@ _CAUSE_TEXT = {
 }
 
 
-def _expected_record(policy: EffectivePolicy, cause: str) -> ToolCallStatus:
-    """The record the spec gives a reached call out of attempts (records.decide)."""
+def _expected_record(policy: EffectivePolicy, cause: str, cancel_records_failed: bool
+                     ) -> ToolCallStatus:
+    """The record the spec gives a reached call out of attempts (records.decide), under the
+    engine's declared choice of D-4."""
     if policy.effect is READ:
         return FAILED
-    if not policy.retries_allowed and cause == GAVE_UP:
+    if cancel_records_failed and not policy.retries_allowed and cause == GAVE_UP:
         return FAILED
     return OUTCOME_UNKNOWN

@@ -44,7 +44,8 @@ class Worker:
 
 
 def executor_config(config: ModelConfig) -> p.ExecutorConfig:
-    return p.ExecutorConfig(max_attempts=config.max_attempts, fence=config.fence)
+    return p.ExecutorConfig(max_attempts=config.max_attempts, fence=config.fence,
+                            cancel_records_failed=config.cancel_records_failed)
 
 
 class LockstepState:

@@ -115,7 +115,7 @@ def config_of(data: object, where: str) -> ModelConfig:
             if not isinstance(tools, list):
                 raise SpecError("tools must be a list of names")
             values["tools"] = tuple(parse_tool(t) for t in tools)
-        for key in ("fence", "reconcile_cancelled", "hints_may_lower"):
+        for key in ("fence", "reconcile_cancelled", "hints_may_lower", "cancel_records_failed"):
             if key in data:
                 values[key] = data[key]
         for key in ("ledger", "mutant"):

@@ -99,7 +99,7 @@ def probe_policies(factory: ExecutorFactory, config: ExecutorConfig, limit: int 
         later_policy, later_hints = registrations[(number * 11 + 5) % len(registrations)]
         later = replace(case, registered=True, policy=later_policy, hints=later_hints)
         try:
-            problem = _one(factory(config), case, later)
+            problem = _one(factory(config), case, later, config.cancel_records_failed)
         except SpecError as error:
             problem = f"the executor refused it: {error}"
         except Exception as error:
@@ -114,7 +114,7 @@ def probe_policies(factory: ExecutorFactory, config: ExecutorConfig, limit: int 
     return problems
 
 
-def _one(executor: Executor, first: Case, later: Case) -> str:
+def _one(executor: Executor, first: Case, later: Case, cancel_records_failed: bool) -> str:
     drive = Drive(executor, SESSION)
     if first.registered:
         drive.send(SetPolicy, TOOL, first.policy, first.hints)
@@ -132,7 +132,8 @@ def _one(executor: Executor, first: Case, later: Case) -> str:
     if problem:
         return f"after the tool's policy changed to {_policy_text(later.policy)}, hints " \
                f"{_hints_text(later.hints)}, the next call {problem}"
-    return _run_out(drive, {key1: first.expected(), key2: later.expected()})
+    return _run_out(drive, {key1: first.expected(), key2: later.expected()},
+                    cancel_records_failed)
 
 
 def _asked(drive: Drive, key: str, expected: EffectivePolicy) -> str:
@@ -154,9 +155,11 @@ def _asked(drive: Drive, key: str, expected: EffectivePolicy) -> str:
     return ""
 
 
-def _run_out(drive: Drive, expected: dict[str, EffectivePolicy]) -> str:
+def _run_out(drive: Drive, expected: dict[str, EffectivePolicy], cancel_records_failed: bool
+             ) -> str:
     """Approve the calls that wait, then time out every attempt they get; each record must be
-    the one the spec decides for the call's resolved effect class."""
+    the one the spec decides for the call's resolved effect class, under the executor's
+    declared choice of D-4."""
     for key, policy in expected.items():
         if policy.requires_approval:
             drive.requests += 1
@@ -182,7 +185,7 @@ def _run_out(drive: Drive, expected: dict[str, EffectivePolicy]) -> str:
         if not drive.fire(TimerKind.RUN_TIMEOUT, go.attempt):
             return f"{_which(key, expected)} has no run timeout for attempt {go.attempt}"
         decision = decide(expected[key].effect, AttemptEnd.CANCELLED, made[key], MAX_ATTEMPTS,
-                          made[key] > 1)
+                          made[key] > 1, cancel_records_failed)
         if decision.record is not None:
             wanted[key] = decision.record
     for key, record in wanted.items():

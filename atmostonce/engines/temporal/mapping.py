@@ -23,7 +23,9 @@ How an activity's end maps onto the spec's attempt ends (`AttemptEnd`):
   earlier attempt did reach a worker exactly when the timeout carries a cause: Temporal puts
   the previous attempt's failure there, and only attempts that started fail in a retryable way;
 - a start-to-close timeout: CANCELLED (the engine gave up on an attempt that may still run,
-  TC-AMO-3, D-4);
+  TC-AMO-3). For a single-attempt call that is outcome_unknown (D-4, as Dex records it: the
+  attempt reached a worker and ended without a result); failed, "may still be running", only
+  when the harness declares D-4's other choice (`ExecutorConfig.cancel_records_failed`, F-7);
 - a heartbeat timeout: WORKER_LOST (the worker stopped or lost its connection, TC-REC-LOST);
 - anything else after the activity started (a worker error, a retryable failure that ran out
   of attempts): WORKER_LOST, since the tool may have run (D-5: unknown means reached).
@@ -39,7 +41,14 @@ from dataclasses import dataclass
 
 from atmostonce.spec.policy import DurableStep, EffectivePolicy
 from atmostonce.spec.protocol import ExecutorConfig
-from atmostonce.spec.records import AttemptEnd, Outcome, Record, decide, record_of
+from atmostonce.spec.records import (
+    AttemptEnd,
+    Outcome,
+    Record,
+    decide,
+    record_of,
+    unknown_detail,
+)
 
 __all__ = ["ACTIVITY", "NAMESPACE", "PAGE", "REGISTRY_ID", "SESSIONS_QUEUE", "TOOLS_QUEUE",
            "TOOL_FAILED_TYPE", "ActivityPlan", "AttemptEnd", "EffectivePolicy", "Ending",
@@ -139,13 +148,20 @@ def reached_before(ending: Ending) -> bool:
 
 
 def outcome(policy: EffectivePolicy, activity: ActivityPlan, ending: Ending,
-            output: str = "") -> Outcome:
+            output: str = "", cancel_records_failed: bool = False) -> Outcome:
     """The call's record and error text: the spec's decision for the closing attempt, with
-    the attempts Temporal made all spent (it retries no more)."""
+    the attempts Temporal made all spent (it retries no more), under the declared choice of
+    D-4; an outcome_unknown error names how the attempt ended and its progress."""
     end = attempt_end(ending)
     attempts = activity.maximum_attempts
-    decision = decide(policy.effect, end, attempts, attempts, reached_before(ending))
-    detail = output if end is AttemptEnd.TOOL_FAILED else ""
+    decision = decide(policy.effect, end, attempts, attempts, reached_before(ending),
+                      cancel_records_failed)
+    if end is AttemptEnd.TOOL_FAILED:
+        detail = output
+    elif decision.record is Record.OUTCOME_UNKNOWN:
+        detail = unknown_detail(end)
+    else:
+        detail = ""
     return record_of(decision, detail)
 
 

@@ -37,11 +37,14 @@ class Settings:
     approval_deadline: float
     variant: str = "page"
     retry_every_class: bool = False
+    cancel_records_failed: bool = False
+    """D-4's choice the harness declares for a start-to-close timeout of a single attempt."""
 
     def config(self) -> ExecutorConfig:
         return ExecutorConfig(self.max_attempts, self.retry_backoff, self.queue_timeout,
                               self.run_timeout, self.heartbeat_timeout, self.lease,
-                              self.approval_deadline)
+                              self.approval_deadline,
+                              cancel_records_failed=self.cancel_records_failed)
 
 
 @dataclass
@@ -140,7 +143,8 @@ def settings_of(config: ExecutorConfig, variant: str = "page",
                 retry_every_class: bool = False) -> Settings:
     return Settings(config.max_attempts, config.retry_backoff, config.queue_timeout,
                     config.run_timeout, config.heartbeat_timeout, config.lease,
-                    config.approval_deadline, variant, retry_every_class)
+                    config.approval_deadline, variant, retry_every_class,
+                    config.cancel_records_failed)
 
 
 def statement_of(policy: ToolPolicy | None, hints: ToolHints | None) -> Statement:

@@ -195,7 +195,8 @@ class AgentSession:
                 heartbeat_timeout=timedelta(seconds=plan.heartbeat), retry_policy=retry)
         except ActivityError as error:
             ending, text = ending_of(error)
-            self._record(call, mapping.outcome(call.policy, plan, ending, text), text)
+            self._record(call, mapping.outcome(call.policy, plan, ending, text,
+                                               self.config.cancel_records_failed), text)
             return
         self._record(call, mapping.succeeded(), output)
 

@@ -196,7 +196,7 @@ def test_a_one_record_catches_a_record_that_changes() -> None:
     key = s.ask("send", "c1")
     s.hand(key, "a1", "w1", "send")
     s.timed_out(key, "a1")
-    s.publish(key, S.FAILED, MAY_STILL_RUN)
+    s.publish(key, S.OUTCOME_UNKNOWN, UNKNOWN)
     s.publish(key, S.SUCCEEDED)
     assert PropertyId.A_ONE_RECORD in s.properties()
 
@@ -367,10 +367,10 @@ def test_a_record_meaning_catches_a_lost_idempotent_write_recorded_failed() -> N
     assert PropertyId.A_RECORD_MEANING in s.properties()
 
 
-@pytest.mark.clause("F-7", "D-4", "TC-REC-FAIL", "TC-REC-EXHAUST-READ")
-def test_a_record_meaning_excepts_the_cancelled_single_attempt_whose_write_lands_later(
-        ) -> None:
-    s = Story(ExecutorConfig(max_attempts=1))
+def _cancelled_single_attempt(config: ExecutorConfig, status: S, error: str) -> Story:
+    """A single-attempt send timed out and cancelled at its worker, recorded `status`, whose
+    write lands after the record; and a read lost with its worker, recorded failed."""
+    s = Story(config)
     s.policy("send", NONIDEM, False)
     s.policy("search", READ)
     s.session()
@@ -379,14 +379,51 @@ def test_a_record_meaning_excepts_the_cancelled_single_attempt_whose_write_lands
     run = s.run(key, "a1", "w1", "send")
     s.timed_out(key, "a1")
     s.cancel("w1", "a1")
-    s.publish(key, S.FAILED, MAY_STILL_RUN)
+    s.publish(key, status, error)
     s.apply(run, key)
     s.end(run)
     read = s.ask("search", "c2")
     s.hand(read, "a2", "w2", "search")
     s.lost("w2")
     s.publish(read, S.FAILED, MAY_HAVE_RUN)
+    return s
+
+
+@pytest.mark.clause("D-4", "TC-REC-EXHAUST-OTHER", "TC-REC-UNK", "TC-AMO-3")
+def test_by_default_a_cancelled_single_attempt_records_outcome_unknown() -> None:
+    """D-4 as Dex has it: the cancelled write is outcome_unknown, and its late write and its
+    run going on after the record are the documented shape."""
+    s = _cancelled_single_attempt(ExecutorConfig(max_attempts=1), S.OUTCOME_UNKNOWN, UNKNOWN)
+    assert s.properties() == {PropertyId.E_RECONCILE_ONCE}  # not reconciled yet
+    s.report("s/t1/c1")
+    assert s.properties() == set()
+
+
+@pytest.mark.clause("D-4", "TC-REC-FAIL", "TC-REC-EXHAUST-OTHER")
+def test_by_default_a_cancelled_single_attempt_recorded_failed_is_caught() -> None:
+    """An engine declaring D-4's default that records the cancelled write failed breaks the
+    record's meaning and the exhausted-attempts rule."""
+    s = _cancelled_single_attempt(ExecutorConfig(max_attempts=1), S.FAILED, MAY_STILL_RUN)
+    assert {PropertyId.A_RECORD_MEANING, PropertyId.A_EXHAUSTED_RECORD} <= s.properties()
+    assert any("declares D-4's default" in v.message for v in s.check()
+               if v.property == PropertyId.A_RECORD_MEANING)
+
+
+@pytest.mark.clause("F-7", "D-4", "TC-REC-FAIL", "TC-REC-EXHAUST-READ")
+def test_a_record_meaning_excepts_the_cancelled_single_attempt_under_the_failed_choice(
+        ) -> None:
+    s = _cancelled_single_attempt(ExecutorConfig(max_attempts=1, cancel_records_failed=True),
+                                  S.FAILED, MAY_STILL_RUN)
     assert PropertyId.A_RECORD_MEANING not in s.properties()
+    assert s.properties() == set()
+
+
+@pytest.mark.clause("F-7", "D-4", "TC-REC-EXHAUST-OTHER")
+def test_under_the_failed_choice_a_cancelled_single_attempt_recorded_unknown_is_caught(
+        ) -> None:
+    s = _cancelled_single_attempt(ExecutorConfig(max_attempts=1, cancel_records_failed=True),
+                                  S.OUTCOME_UNKNOWN, UNKNOWN)
+    assert PropertyId.A_EXHAUSTED_RECORD in s.properties()
 
 
 @pytest.mark.clause("TC-POL-2", "TC-REC-RETRY", "TC-EFF-READ", "TC-EFF-IDEM", "D-3")
@@ -534,9 +571,12 @@ def test_a_double_run_shape_catches_a_run_going_on_after_its_worker_was_declared
     assert PropertyId.A_DOUBLE_RUN_SHAPE in s.properties()
 
 
-@pytest.mark.clause("TC-AMO-3", "TC-AMO-4", "D-6")
-def test_a_double_run_shape_allows_the_documented_double_run_and_witnesses_it() -> None:
-    s = Story()
+@pytest.mark.clause("TC-AMO-3", "TC-AMO-4", "D-6", "D-4")
+@pytest.mark.parametrize("cancel_records_failed", [False, True])
+def test_a_double_run_shape_allows_the_documented_double_run_and_witnesses_it(
+        cancel_records_failed: bool) -> None:
+    """Under either choice of D-4 the cancelled call's record is the documented shape."""
+    s = Story(ExecutorConfig(cancel_records_failed=cancel_records_failed))
     s.policy("send", NONIDEM, False)
     s.session()
     first = s.ask("send", "c1")
@@ -544,7 +584,11 @@ def test_a_double_run_shape_allows_the_documented_double_run_and_witnesses_it() 
     old = s.run(first, "a1", "w1", "send")
     s.timed_out(first, "a1")
     s.cancel("w1", "a1")
-    s.publish(first, S.FAILED, MAY_STILL_RUN)
+    if cancel_records_failed:
+        s.publish(first, S.FAILED, MAY_STILL_RUN)
+    else:
+        s.publish(first, S.OUTCOME_UNKNOWN, UNKNOWN)
+        s.report(first)
     second = s.ask("send", "c2", "t2")
     s.hand(second, "a2", "w2", "send")
     new = s.run(second, "a2", "w2", "send")
@@ -644,8 +688,9 @@ def _timed_out_at_w1(cancel: str | None) -> Story:
     s.timed_out(key, "a1")
     if cancel is not None:
         s.cancel(cancel, "a1")
-    s.publish(key, S.FAILED, MAY_STILL_RUN)
+    s.publish(key, S.OUTCOME_UNKNOWN, UNKNOWN)
     s.end(run)
+    s.report(key)
     return s
 
 
@@ -701,7 +746,8 @@ def test_a_fence_catches_a_new_run_while_an_abandoned_run_goes_on() -> None:
     s.run(first, "a1", "w1", "send")
     s.timed_out(first, "a1")
     s.cancel("w1", "a1")
-    s.publish(first, S.FAILED, MAY_STILL_RUN)
+    s.publish(first, S.OUTCOME_UNKNOWN, UNKNOWN)
+    s.report(first)
     second = s.ask("send", "c2", "t2")
     s.hand(second, "a2", "w2", "send")
     s.run(second, "a2", "w2", "send")
@@ -720,7 +766,7 @@ def test_the_fence_does_not_hold_back_a_call_handed_out_before_the_other_was_aba
     s.hand(second, "a2", "w2", "send")
     s.timed_out(first, "a1")
     s.cancel("w1", "a1")
-    s.publish(first, S.FAILED, MAY_STILL_RUN)
+    s.publish(first, S.OUTCOME_UNKNOWN, UNKNOWN)
     s.run(second, "a2", "w2", "send")
     assert PropertyId.A_FENCE not in s.properties()
 

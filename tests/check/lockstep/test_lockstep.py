@@ -60,12 +60,15 @@ def test_every_transition_within_the_depth_agrees_with_the_model() -> None:
     assert result.disagreements == [], result.disagreements[:1]
 
 
-@pytest.mark.clause("D-9", "TC-REC-LOST", "TC-AMO-3")
-def test_a_run_timeout_before_the_worker_is_heard_from_cancels_an_attempt_that_reached() -> None:
+@pytest.mark.clause("D-9", "TC-REC-LOST", "TC-AMO-3", "D-4")
+@pytest.mark.parametrize(("cancel_records_failed", "record"),
+                         [(False, "outcome_unknown"), (True, "failed")])
+def test_a_run_timeout_before_the_worker_is_heard_from_cancels_an_attempt_that_reached(
+        cancel_records_failed: bool, record: str) -> None:
     """The run timeout counts from the hand-out, so it can fire before `Started` arrives: the
-    executor and the model both end the attempt as cancelled after a reach, and the run's late
-    result changes no record."""
-    lock = Lockstep(DEFAULT, reference)
+    executor and the model both end the attempt as cancelled after a reach, record what the
+    declared choice of D-4 says, and the run's late result changes no record."""
+    lock = Lockstep(DEFAULT.with_(cancel_records_failed=cancel_records_failed), reference)
 
     def take(kind: str) -> None:
         enabled = [label for label in lock.enabled() if label[0] == kind]
@@ -78,7 +81,7 @@ def test_a_run_timeout_before_the_worker_is_heard_from_cancels_an_attempt_that_r
                  StepKind.FINISH_OK):
         take(kind)
     assert "heartbeat(0, 0)" not in lock.log
-    assert lock.published == {lock.keys[0]: ["failed"]}
+    assert lock.published == {lock.keys[0]: [record]}
 
 
 class ExecutorMatchesModel(RuleBasedStateMachine):
@@ -107,6 +110,18 @@ ExecutorMatchesModel.TestCase.settings = settings(
     max_examples=60, stateful_step_count=40, deadline=None)
 TestExecutorMatchesModel = pytest.mark.clause("TC-REC-1", "TC-AMO-3", "D-4")(
     ExecutorMatchesModel.TestCase)
+
+
+class ExecutorMatchesModelCancelFails(ExecutorMatchesModel):
+    """The same, with the executor and the model under D-4's other choice."""
+
+    config = DEFAULT.with_(cancel_records_failed=True)
+
+
+ExecutorMatchesModelCancelFails.TestCase.settings = settings(
+    max_examples=30, stateful_step_count=40, deadline=None)
+TestExecutorMatchesModelCancelFails = pytest.mark.clause("D-4", "F-7")(
+    ExecutorMatchesModelCancelFails.TestCase)
 
 
 @pytest.mark.clause("D-22", "D-1")
