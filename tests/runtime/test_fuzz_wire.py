@@ -312,7 +312,7 @@ def test_the_frames_hypothesis_draws_include_every_kind_of_hostility(target: Tar
     victim-naming fields."""
     seen: set[str] = set()
 
-    @settings(max_examples=300, deadline=None, database=None,
+    @settings(max_examples=300, deadline=None, database=None, derandomize=True,
               suppress_health_check=[HealthCheck.function_scoped_fixture])
     @given(st.lists(frames(target), min_size=1, max_size=4))
     def classify(chunks: list[bytes]) -> None:
