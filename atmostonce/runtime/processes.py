@@ -27,6 +27,7 @@ cluster from a thread that lives as long as it.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -37,9 +38,9 @@ import sys
 import tempfile
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from atmostonce.runtime.client import AsyncClient, Client
 from atmostonce.runtime.ledger_client import LedgerClient
@@ -384,3 +385,25 @@ class Cluster:
 
     def __exit__(self, *_: object) -> None:
         self.close()
+
+
+def leave(code: int) -> NoReturn:
+    """End an engine's worker process now, from wherever it is: no interpreter teardown, no
+    waiting for the engine's own threads or a shutdown that needs a server out of reach."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def run_worker(what: str, work: Coroutine[Any, Any, object]) -> NoReturn:
+    """Run an engine's worker process to its end: exit 2 with one line on bad input
+    (SpecError), 1 with the error's name on anything else, `work`'s own exit otherwise."""
+    try:
+        asyncio.run(work)
+    except SpecError as error:
+        print(f"atmostonce {what}: {error}", file=sys.stderr, flush=True)
+        leave(2)
+    except BaseException as error:
+        print(f"atmostonce {what}: {type(error).__name__}: {error}", file=sys.stderr,
+              flush=True)
+    leave(1)

@@ -49,12 +49,11 @@ from atmostonce.engines.langgraph.store import AppStore
 from atmostonce.engines.langgraph.tools import RunContext, ToolKit
 from atmostonce.runtime.ledger_client import worker_ledger
 from atmostonce.runtime.options import add_config_arguments, config_from_args
-from atmostonce.runtime.processes import exit_with_parent
+from atmostonce.runtime.processes import exit_with_parent, leave, run_worker
 from atmostonce.runtime.tokens import read_token
 from atmostonce.runtime.tools import behaviours
 from atmostonce.runtime.wire import ready_line
 from atmostonce.spec.approval import ApprovalState
-from atmostonce.spec.errors import SpecError
 from atmostonce.spec.protocol import ExecutorConfig
 
 log = logging.getLogger("atmostonce.langgraph.worker")
@@ -199,14 +198,7 @@ async def run(args: argparse.Namespace, variant: Variant, config: ExecutorConfig
     agent = Agent(name, variant, graph, kit, store)
     print(ready_line("worker", names=[name], pid=os.getpid()), flush=True)
     await agent.serve(stop)
-    _exit(0)
-
-
-def _exit(code: int) -> NoReturn:
-    """End the process now, without waiting for the graph's runs or the SQLite threads."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    leave(0)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -229,15 +221,7 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    try:
-        asyncio.run(run(args, VARIANTS[args.variant], config_from_args(args)))
-    except SpecError as error:
-        print(f"atmostonce langgraph worker: {error}", file=sys.stderr, flush=True)
-        _exit(2)
-    except BaseException as error:
-        print(f"atmostonce langgraph worker: {type(error).__name__}: {error}", file=sys.stderr,
-              flush=True)
-    _exit(1)
+    run_worker("langgraph worker", run(args, VARIANTS[args.variant], config_from_args(args)))
 
 
 if __name__ == "__main__":

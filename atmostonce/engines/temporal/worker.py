@@ -64,7 +64,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 from atmostonce.engines.temporal import mapping
 from atmostonce.engines.temporal.payloads import ToolJob
 from atmostonce.runtime.ledger_client import AsyncLedger, worker_ledger
-from atmostonce.runtime.processes import exit_with_parent
+from atmostonce.runtime.processes import exit_with_parent, leave, run_worker
 from atmostonce.runtime.tokens import read_token
 from atmostonce.runtime.tools import Behaviour, Fenced, WriteResult, behaviours, run_tool
 from atmostonce.runtime.wire import ready_line
@@ -294,7 +294,7 @@ async def tools(args: argparse.Namespace) -> NoReturn:
     watchdog.cancel()
     await work.stopped()
     ledger.close()
-    _exit(0)
+    leave(0)
 
 
 async def sessions(args: argparse.Namespace) -> NoReturn:
@@ -309,7 +309,7 @@ async def sessions(args: argparse.Namespace) -> NoReturn:
     running = asyncio.create_task(worker.run())
     print(ready_line("sessions", names=[name], pid=os.getpid()), flush=True)
     await _until(stop, running)
-    _exit(0)
+    leave(0)
 
 
 async def _until(stop: asyncio.Event, running: asyncio.Task[None]) -> None:
@@ -318,14 +318,6 @@ async def _until(stop: asyncio.Event, running: asyncio.Task[None]) -> None:
     await asyncio.wait([stopping, running], return_when=asyncio.FIRST_COMPLETED)
     if running.done():
         running.result()
-
-
-def _exit(code: int) -> NoReturn:
-    """End the process now, from wherever it is: no interpreter teardown, no waiting for the
-    Temporal worker's shutdown (the server may be out of reach)."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -352,15 +344,7 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     role: Any = tools if args.role == "tools" else sessions
-    try:
-        asyncio.run(role(args))
-    except SpecError as error:
-        print(f"atmostonce temporal worker: {error}", file=sys.stderr, flush=True)
-        _exit(2)
-    except BaseException as error:
-        print(f"atmostonce temporal worker: {type(error).__name__}: {error}", file=sys.stderr,
-              flush=True)
-    _exit(1)
+    run_worker("temporal worker", role(args))
 
 
 if __name__ == "__main__":
