@@ -17,7 +17,6 @@ condition, bounded by `LIMIT` seconds times the machine's load (`tests.load.pati
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -29,7 +28,6 @@ from atmostonce.chaos.judge import Judged, judge
 from atmostonce.chaos.nemesis import Fault, FaultLog
 from atmostonce.chaos.observations import (
     AnswerSeen,
-    AskSeen,
     EventSeen,
     Observations,
     SnapshotSeen,
@@ -45,9 +43,9 @@ from atmostonce.runtime.ledger_client import LedgerClient, LedgerRun, Write
 from atmostonce.runtime.processes import spawn
 from atmostonce.runtime.tokens import ensure_token
 from atmostonce.spec.keys import build_key
-from atmostonce.spec.policy import ToolPolicy
 from atmostonce.spec.protocol import ExecutorConfig
 from atmostonce.spec.session import AgentSnapshot, ToolCallStatus
+from tests.engines.observed import ObservedCalls
 from tests.load import patience
 from tests.runtime.conftest import gone
 
@@ -92,30 +90,11 @@ class World:
 
 
 @dataclass
-class Observed:
+class Observed(ObservedCalls):
     """The session API calls of a scenario, each noted in `World.obs` as a chaos agent notes
     it."""
 
     world: World
-
-    async def set_policies(self, policies: dict[str, ToolPolicy]) -> None:
-        for tool, policy in policies.items():
-            self.world.obs.entries.append(h.PolicySet(now(), tool, policy, None))
-            await self.world.api.set_policy(tool, policy)
-
-    async def open_session(self, session_id: str) -> None:
-        self.world.obs.entries.append(h.SessionOpened(now(), session_id, None))
-        await self.world.api.open_session(session_id)
-
-    async def ask(self, session_id: str, turn_id: str, call_id: str, tool: str,
-                  arguments: dict[str, Any]) -> str:
-        key = build_key(session_id, turn_id, call_id)
-        text = json.dumps(arguments, sort_keys=True)
-        self.world.obs.entries.append(h.CallAsked(now(), key, session_id, turn_id, call_id,
-                                                  tool, text))
-        await self.world.api.ask(session_id, turn_id, call_id, tool, text)
-        self.world.obs.acked.append(AskSeen(key, session_id, now()))
-        return key
 
     async def approve(self, key: str) -> AnswerReply:
         sent = now()

@@ -26,10 +26,9 @@ from typing import Any
 
 from atmostonce.chaos.judge import Judged, judge
 from atmostonce.chaos.nemesis import FaultLog
-from atmostonce.chaos.observations import AskSeen, EventSeen, Observations, now
+from atmostonce.chaos.observations import EventSeen, Observations, now
 from atmostonce.chaos.reconcile import ReconcileJob
 from atmostonce.check.executors.loading import DEFAULT_EXECUTOR
-from atmostonce.check.history import entries as h
 from atmostonce.engines.adapter import EngineSetup, ServerLog, limits_of
 from atmostonce.engines.temporal import mapping
 from atmostonce.engines.temporal.adapter import TemporalEngine
@@ -41,9 +40,9 @@ from atmostonce.runtime.reconcile import ledger_check
 from atmostonce.runtime.tokens import ensure_token
 from atmostonce.runtime.wire import LOOPBACK
 from atmostonce.spec.keys import build_key
-from atmostonce.spec.policy import ToolPolicy
 from atmostonce.spec.protocol import ExecutorConfig
 from atmostonce.spec.session import ToolCallFinished
+from tests.engines.observed import ObservedCalls
 from tests.load import patience
 from tests.runtime.conftest import gone
 
@@ -84,29 +83,11 @@ class World:
 
 
 @dataclass
-class Observed:
+class Observed(ObservedCalls):
     """The session API calls of a scenario, each noted in `World.obs` as a chaos agent notes
     it."""
 
     world: World
-
-    async def set_policies(self, policies: dict[str, ToolPolicy]) -> None:
-        for tool, policy in policies.items():
-            self.world.obs.entries.append(h.PolicySet(now(), tool, policy, None))
-            await self.world.api.set_policy(tool, policy)
-
-    async def open_session(self, session_id: str) -> None:
-        self.world.obs.entries.append(h.SessionOpened(now(), session_id, None))
-        await self.world.api.open_session(session_id)
-
-    async def ask(self, session_id: str, turn_id: str, call_id: str, tool: str,
-                  arguments: str) -> str:
-        key = build_key(session_id, turn_id, call_id)
-        self.world.obs.entries.append(h.CallAsked(now(), key, session_id, turn_id, call_id,
-                                                  tool, arguments))
-        await self.world.api.ask(session_id, turn_id, call_id, tool, arguments)
-        self.world.obs.acked.append(AskSeen(key, session_id, now()))
-        return key
 
     async def reconcile(self, session_id: str) -> None:
         """The chaos run's reconcile job on the session, twice (the rerun must report nothing
