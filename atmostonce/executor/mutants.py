@@ -27,6 +27,7 @@ from atmostonce.spec.protocol import (
     ExecutorFactory,
     Finished,
     GoAhead,
+    Heartbeat,
     Persist,
     Publish,
     StartTimer,
@@ -193,6 +194,11 @@ class _ToolResultWithoutError(ReferenceExecutor):
         if new and outcome.error:
             call.session.messages[-1] = tool_message(call, replace(outcome, error=""), output)
 
+class _HeartbeatNotHeard(ReferenceExecutor):
+    def on_heartbeat(self, event: Heartbeat) -> list[Command]:
+        return []
+
+
 class _OneAttemptTooMany(ReferenceExecutor):
     def max_attempts(self, policy: EffectivePolicy) -> int:
         kept = super().max_attempts(policy)
@@ -298,6 +304,12 @@ def tool_result_without_error(config: ExecutorConfig) -> Executor:
     return _ToolResultWithoutError(config)
 
 
+def heartbeat_not_heard(config: ExecutorConfig) -> Executor:
+    """A heartbeat does not renew its worker's liveness: a worker whose tool runs longer than
+    the heartbeat timeout is declared lost while it heartbeats (TC-REC-LOST, D-12)."""
+    return _HeartbeatNotHeard(config)
+
+
 def one_attempt_too_many(config: ExecutorConfig) -> Executor:
     """A read or an idempotent write is tried once more than max_attempts allows before it is
     given up on (TC-REC-RETRY, D-9)."""
@@ -360,6 +372,9 @@ _MUTANTS: tuple[ExecutorMutant, ...] = (
     ExecutorMutant("one_attempt_too_many", one_attempt_too_many, "TC-REC-RETRY",
                    "a read or an idempotent write gets one attempt more than max_attempts",
                    PropertyId.A_EXHAUSTED_RECORD),
+    ExecutorMutant("heartbeat_not_heard", heartbeat_not_heard, "TC-REC-LOST",
+                   "a heartbeat does not renew its worker's liveness, so a worker still "
+                   "heartbeating is declared lost", PropertyId.A_HEARD_KEEPS_ATTEMPT),
 )
 
 EXECUTOR_MUTANTS: dict[str, ExecutorMutant] = {m.name: m for m in _MUTANTS}

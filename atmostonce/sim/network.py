@@ -116,7 +116,9 @@ class Network:
         conn.last_receipt = now
         _, cls, args = msg
         event = cls(now, *args)
-        if cls is p.Started:
+        if cls is p.Heartbeat:
+            loop.record(h.HeartbeatDelivered(now, conn.id, event.attempt))
+        elif cls is p.Started:
             loop.record(h.StartDelivered(now, conn.id, event.attempt))
         elif cls is p.Finished:
             loop.record(h.ResultDelivered(now, conn.id, event.attempt, event.ok))

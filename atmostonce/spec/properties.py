@@ -37,6 +37,7 @@ class PropertyId:
     A_TOOL_RESULT: Final = "A-TOOL-RESULT"
     A_CANCEL_ON_TIMEOUT: Final = "A-CANCEL-ON-TIMEOUT"
     A_FENCE: Final = "A-FENCE"
+    A_HEARD_KEEPS_ATTEMPT: Final = "A-HEARD-KEEPS-ATTEMPT"
     S_DOUBLE_RUN: Final = "S-DOUBLE-RUN"
     S_READ_RETRY_AFTER_LOSS: Final = "S-READ-RETRY-AFTER-LOSS"
     S_LOST_BEFORE_HEARTBEAT: Final = "S-LOST-BEFORE-HEARTBEAT"
@@ -153,6 +154,11 @@ _PROPERTIES: tuple[Property, ...] = (
     _always(PropertyId.A_FENCE,
             "with the fence on, no attempt of a single-attempt tool is handed out while a run "
             "of the tool that the engine gave up on still goes on", "D-6"),
+    _always(PropertyId.A_HEARD_KEEPS_ATTEMPT,
+            "a worker that holds an attempt and heartbeats within the heartbeat timeout keeps "
+            "it: no attempt is declared lost with its worker while a heartbeat of that worker "
+            "reached the executor less than the heartbeat timeout before",
+            "TC-REC-LOST", "TC-AMO-2", "D-12"),
     _sometimes(PropertyId.S_DOUBLE_RUN,
                "a cancelled run still going overlaps a run of a later call of the same tool",
                "TC-AMO-3", "TC-AMO-4"),

@@ -50,6 +50,8 @@ property is judged against:
   have cut the batch that held the cancel (TC-AMO-3).
 - A-FENCE: with the fence on, no attempt of a single-attempt tool is handed out while a run of
   the same tool that the engine gave up on still goes (D-6).
+- A-HEARD-KEEPS-ATTEMPT: no attempt ends with its worker declared lost less than the heartbeat
+  timeout after a heartbeat of that worker reached the executor (TC-REC-LOST, D-12).
 - E-EVERY-CALL-RECORDED: at quiescence every call has a record (published or in a snapshot).
 - E-RECONCILE-ONCE: user messages name each outcome_unknown call's key exactly once: twice is
   reported as soon as it happens, never only at quiescence (TC-RCN-ONCE).
@@ -60,7 +62,8 @@ statistics.
 The judges are split by what they judge, each a class of its own module on the state of
 `atmostonce.check.history.state`: `approvals` (policies, asks, answers), `attempts`
 (timers, hand-outs, attempts given up on or lost), `records` (records and reconcile
-reports) and `runs` (the ledger's runs); `HistoryChecker` is all of them.
+reports), `runs` (the ledger's runs) and `heartbeats` (a worker's liveness);
+`HistoryChecker` is all of them.
 
 Using `History` from a harness::
 
@@ -93,6 +96,7 @@ from atmostonce.check.history import entries as h
 from atmostonce.check.history.approvals import ApprovalChecks
 from atmostonce.check.history.attempts import AttemptChecks
 from atmostonce.check.history.call_edges import CallEdges, call_edges
+from atmostonce.check.history.heartbeats import HeartbeatChecks
 from atmostonce.check.history.members import OUTCOME_UNKNOWN
 from atmostonce.check.history.records import RecordChecks
 from atmostonce.check.history.runs import RunChecks
@@ -125,7 +129,7 @@ _WITNESS: dict[tuple[EffectClass, ToolCallStatus], str] = {
 }
 
 
-class HistoryChecker(ApprovalChecks, AttemptChecks, RecordChecks, RunChecks):
+class HistoryChecker(ApprovalChecks, AttemptChecks, RecordChecks, RunChecks, HeartbeatChecks):
     """Judges a history entry by entry; `violations` holds what it found, in order."""
 
     def __init__(self, config: ExecutorConfig, *, attempts_survive_restart: bool = False
@@ -141,6 +145,7 @@ class HistoryChecker(ApprovalChecks, AttemptChecks, RecordChecks, RunChecks):
             h.HandedOut: self._handed_out,
             h.Cancelled: self._cancelled,
             h.StartDelivered: self._start_delivered,
+            h.HeartbeatDelivered: self._heartbeat_delivered,
             h.ResultDelivered: self._result_delivered,
             h.RecordPublished: self._record_published,
             h.SnapshotSeen: self._snapshot_seen,
@@ -149,15 +154,23 @@ class HistoryChecker(ApprovalChecks, AttemptChecks, RecordChecks, RunChecks):
             h.RunStarted: self._run_started,
             h.EffectApplied: _ignore,
             h.RunEnded: self._run_ended,
-            h.WorkerConnected: _ignore,
+            h.WorkerConnected: self._liveness_afresh,
             h.WorkerCrashed: _ignore,
             h.WorkerCut: _ignore,
             h.WorkerHealed: _ignore,
-            h.WorkerDeclaredLost: self._worker_lost,
-            h.ServerRestarted: self._server_restarted,
+            h.WorkerDeclaredLost: self._declared_lost,
+            h.ServerRestarted: self._restarted,
         }
         """The judge of each kind of entry: `observe` is the judge of the entry's kind and what
         it added to `violations`; `History.append` calls the judges directly."""
+
+    def _declared_lost(self, e: h.WorkerDeclaredLost, pos: int) -> None:
+        self._lost_while_heard(e, pos)
+        self._worker_lost(e, pos)
+
+    def _restarted(self, e: h.ServerRestarted, pos: int) -> None:
+        self._forget_heard()
+        self._server_restarted(e, pos)
 
     # -- entry points --------------------------------------------------------------------------
 

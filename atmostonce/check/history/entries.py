@@ -11,8 +11,8 @@ as long to build. Three kinds of entry exist:
   (an attempt queued, a call waiting for approval), `TimerFired`, `HandedOut` (a `GoAhead`,
   whether a `Persist` naming its attempt and worker came first in the same batch, D-5, and
   whether it was sent before the server died),
-  `Cancelled`, `StartDelivered` and `ResultDelivered` (a worker's `Started` or `Finished`
-  reached the executor), `RecordPublished` (a `tool_call_finished` event), `SnapshotSeen`
+  `Cancelled`, `StartDelivered`, `HeartbeatDelivered` and `ResultDelivered` (a worker's
+  `Started`, `Heartbeat` or `Finished` reached the executor, at the executor's clock), `RecordPublished` (a `tool_call_finished` event), `SnapshotSeen`
   (a call's status in `get_agent_snapshot` changed, with its tool results in the same
   snapshot's history), `UserMessageSent` (with its reply),
   `ReconcileRan`;
@@ -142,6 +142,15 @@ class Cancelled(Entry):
 
 @dataclass(slots=True, unsafe_hash=True)
 class StartDelivered(Entry):
+    worker: str
+    attempt: str
+
+
+@dataclass(slots=True, unsafe_hash=True)
+class HeartbeatDelivered(Entry):
+    """A worker's heartbeat for `attempt` reached the executor: it renews the worker's
+    liveness (A-HEARD-KEEPS-ATTEMPT)."""
+
     worker: str
     attempt: str
 

@@ -37,6 +37,10 @@ class Story:
         self.t += 1.0
         return self.t
 
+    def wait(self, seconds: float) -> None:
+        """Let `seconds` more pass before the next entry (which adds its own second)."""
+        self.t += seconds
+
     def check(self) -> list[h.HistoryViolation]:
         return check_history(self.entries, self.config)
 
@@ -91,6 +95,9 @@ class Story:
     def started(self, worker: str, attempt: str) -> None:
         self.add(h.StartDelivered(self.now(), worker, attempt))
 
+    def beat(self, worker: str, attempt: str) -> int:
+        return self.add(h.HeartbeatDelivered(self.now(), worker, attempt))
+
     def result(self, worker: str, attempt: str, ok: bool) -> None:
         self.add(h.ResultDelivered(self.now(), worker, attempt, ok))
 
@@ -119,8 +126,11 @@ class Story:
 
     # -- faults -------------------------------------------------------------------------------
 
-    def lost(self, worker: str) -> None:
-        self.add(h.WorkerDeclaredLost(self.now(), worker))
+    def lost(self, worker: str) -> int:
+        return self.add(h.WorkerDeclaredLost(self.now(), worker))
+
+    def connected(self, worker: str) -> None:
+        self.add(h.WorkerConnected(self.now(), worker))
 
     def restart(self) -> None:
         self.add(h.ServerRestarted(self.now(), 0))

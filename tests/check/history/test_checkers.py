@@ -771,6 +771,83 @@ def test_the_fence_does_not_hold_back_a_call_handed_out_before_the_other_was_aba
     assert PropertyId.A_FENCE not in s.properties()
 
 
+def _heartbeating(gap: float) -> tuple[Story, int, list[int], int]:
+    """A write handed to w1 whose worker heartbeats twice, then is declared lost `gap`
+    seconds after its last heartbeat reached the executor (heartbeat timeout 10 s): the
+    story, where the hand-out, the heartbeats and the declaration are."""
+    s = Story()
+    s.policy("send", NONIDEM, False)
+    s.session()
+    key = s.ask("send", "c1")
+    s.queued(key, "a1")
+    handed = s.hand(key, "a1", "w1", "send")
+    run = s.run(key, "a1", "w1", "send")
+    s.started("w1", "a1")
+    beats = [s.beat("w1", "a1"), s.beat("w1", "a1")]
+    s.end(run, h.RunEnd.STOPPED)
+    s.wait(gap - 2.0)
+    lost = s.lost("w1")
+    s.publish(key, S.OUTCOME_UNKNOWN, UNKNOWN)
+    s.report(key)
+    return s, handed, beats, lost
+
+
+@pytest.mark.clause("TC-REC-LOST", "D-12")
+def test_a_heard_keeps_attempt_catches_a_worker_declared_lost_while_heartbeating() -> None:
+    s, handed, beats, lost = _heartbeating(4.0)
+    found = [v for v in s.check() if v.property == PropertyId.A_HEARD_KEEPS_ATTEMPT]
+    assert [v.positions for v in found] == [(handed, *beats, lost)]
+    at_lost, at_beat = s.entries[lost].at, s.entries[beats[-1]].at
+    assert found[0].line().startswith(
+        f"A-HEARD-KEEPS-ATTEMPT [s/t1/c1]: worker w1 was declared lost at {at_lost:.3f} while "
+        f"heartbeating (last heartbeat at {at_beat:.3f}, within the 10 s heartbeat timeout)")
+
+
+@pytest.mark.clause("TC-REC-LOST", "D-12")
+def test_a_worker_silent_for_the_whole_heartbeat_timeout_may_be_declared_lost() -> None:
+    assert _heartbeating(10.0)[0].check() == []
+    assert _heartbeating(17.0)[0].check() == []
+    assert PropertyId.A_HEARD_KEEPS_ATTEMPT in _heartbeating(9.9)[0].properties()
+
+
+def test_a_timer_a_rounding_error_short_of_the_timeout_is_not_a_violation() -> None:
+    s = Story(ExecutorConfig(heartbeat_timeout=10.0))
+    s.policy("send", NONIDEM, False)
+    s.session()
+    key = s.ask("send", "c1")
+    s.hand(key, "a1", "w1", "send")
+    beat = 13.37
+    s.add(h.HeartbeatDelivered(beat, "w1", "a1"))
+    s.add(h.WorkerDeclaredLost(beat + 10.0, "w1"))
+    assert (beat + 10.0) - beat < 10.0
+    assert PropertyId.A_HEARD_KEEPS_ATTEMPT not in s.properties()
+
+
+@pytest.mark.clause("TC-AMO-2", "D-8")
+@pytest.mark.parametrize("afresh", ["connected again", "server restarted"])
+def test_an_attempt_lost_to_a_new_connection_or_a_restart_is_not_lost_while_heard(
+        afresh: str) -> None:
+    s = Story()
+    s.policy("send", NONIDEM, False)
+    s.session()
+    key = s.ask("send", "c1")
+    s.hand(key, "a1", "w1", "send")
+    s.beat("w1", "a1")
+    if afresh == "connected again":
+        s.connected("w1")
+    else:
+        s.restart()
+    s.lost("w1")
+    assert PropertyId.A_HEARD_KEEPS_ATTEMPT not in s.properties()
+
+
+def test_a_declaration_that_ends_no_attempt_is_not_judged() -> None:
+    s, _, _, _ = _heartbeating(10.0)
+    s.beat("w1", "a1")
+    s.lost("w1")
+    assert s.check() == []
+
+
 # -- eventually-properties ----------------------------------------------------------------------
 
 
