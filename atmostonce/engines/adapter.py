@@ -232,7 +232,8 @@ class ServerLog:
     """History entries of these kinds, in time order: `HandedOut` (required), `TimerStarted`
     (QUEUE_TIMEOUT: an attempt queued), `TimerFired` (APPROVAL_DEADLINE), `ApprovalAnswered`
     (each answer the server accepted, at the moment it took it), `Cancelled`,
-    `ResultDelivered`, `WorkerDeclaredLost`, `StartDelivered`, `WorkerConnected`."""
+    `ResultDelivered`, `WorkerDeclaredLost`, `StartDelivered`, `WorkerConnected`,
+    `HeartbeatDelivered` (each heartbeat the executor took, at its clock)."""
     run_ends: list[RunEndSeen] = field(default_factory=list)
     durable: list[float] = field(default_factory=list)
     """When each durable journal entry was written, if the engine has a journal."""

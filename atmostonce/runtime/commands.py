@@ -61,6 +61,10 @@ def register(subparsers: Any) -> None:
     serve.add_argument("--approver-token-file", type=Path, metavar="PATH",
                        help="the token file whose holder alone may approve or reject a call "
                        "(default: JOURNAL.approver-token, made when missing)")
+    serve.add_argument("--liveness-log", type=arguments.output_file, metavar="PATH",
+                       help="append each worker hello and heartbeat the executor takes to PATH, "
+                       "one JSON line each at the executor's clock, so an observer can tell a "
+                       "worker declared lost while it was still heard from (default: none)")
     serve.set_defaults(func=cmd_serve)
 
     worker = subparsers.add_parser(
@@ -166,7 +170,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     tokens = token_files(journal)
     tokens = (args.token_file or tokens[0], args.approver_token_file or tokens[1])
     return _until_signalled(lambda stop: serve(journal, args.host, port, config, stop,
-                                               _announce, factory, tokens))
+                                               _announce, factory, tokens,
+                                               args.liveness_log))
 
 
 def _built(factory: ExecutorFactory, config: ExecutorConfig, path: str) -> Executor:

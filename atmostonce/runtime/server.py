@@ -24,6 +24,7 @@ from atmostonce.executor import reference
 from atmostonce.runtime.driver import ExecutorFailed, refused_input
 from atmostonce.runtime.durability import GroupCommit
 from atmostonce.runtime.journal import Entry, open_journal
+from atmostonce.runtime.liveness_log import LivenessLog
 from atmostonce.runtime.server_wire import Server
 from atmostonce.runtime.tokens import ServerTokens, check_token, ensure_token
 from atmostonce.runtime.wire import bind, listen, ready_line
@@ -45,13 +46,15 @@ def last_time(entries: Sequence[Entry]) -> float:
 async def serve(journal: Path, host: str, port: int, config: ExecutorConfig,
                 stop: asyncio.Event, announce: Callable[[str], None] | None = None,
                 factory: ExecutorFactory = reference,
-                tokens: tuple[Path, Path] | None = None) -> int:
+                tokens: tuple[Path, Path] | None = None,
+                liveness_log: Path | None = None) -> int:
     """Take the port, recover from the journal, and serve until `stop` is set, running the
     executor `factory` builds; 0 on a clean stop, 1 when the journal could not be written or
     the executor failed (logged with its traceback). SpecError for a bad journal, bad options
     or a port that cannot be had, which leaves the journal as it was (or absent). `tokens`
     names the deployment's and the approver's token files (default: beside the journal, each
-    made when missing)."""
+    made when missing); `liveness_log`, a file to append each hello and heartbeat to
+    (`atmostonce.runtime.liveness_log`)."""
     loop = asyncio.get_running_loop()
     executor = guard.build(factory, config, json_entries=True)
     deployment_file, approver_file = tokens or token_files(journal)
@@ -96,6 +99,8 @@ async def serve(journal: Path, host: str, port: int, config: ExecutorConfig,
 
     commit = GroupCommit(journal_file, fatal)
     server = Server(executor, config, commit, offset, fatal, accepted)
+    if liveness_log is not None:
+        server.liveness = LivenessLog(liveness_log)
     try:
         server.carry_out(commands)
     except Exception as error:
@@ -119,6 +124,8 @@ async def serve(journal: Path, host: str, port: int, config: ExecutorConfig,
         await server.close()
         await listener.wait_closed()
         commit.close()
+        if server.liveness is not None:
+            server.liveness.close()
     return 1 if failed else 0
 
 

@@ -82,6 +82,7 @@ from atmostonce.runtime.driver import (
     send,
 )
 from atmostonce.runtime.durability import GroupCommit
+from atmostonce.runtime.liveness_log import LivenessLog
 from atmostonce.runtime.tokens import ServerTokens, matches
 from atmostonce.runtime.wire import (
     SERVER,
@@ -126,6 +127,8 @@ class Server(Driver):
         """Each worker name this server has welcomed, and the incarnation it came with."""
         self.links: dict[LineProtocol, WorkerLink | ClientLink] = {}
         self._ids = itertools.count(1)
+        self.liveness: LivenessLog | None = None
+        """Where each hello and heartbeat the executor takes is noted, if anywhere."""
         self._worker_ops: dict[str, Callable[[WorkerLink, Message], None]] = {
             "poll": self._on_poll,
             "started": self._on_started,
@@ -214,7 +217,10 @@ class Server(Driver):
         link = WorkerLink(conn, name)
         self.links[conn] = link
         self.workers[name] = link
-        self.feed(Connected(self.clock(), name, running))
+        at = self.clock()
+        if self.liveness is not None:
+            self.liveness.connected(at, name)
+        self.feed(Connected(at, name, running))
         answer = welcome(SERVER, n=message.get("n", 0))
         self.commit.then(lambda: send(conn, answer))
 
@@ -241,7 +247,11 @@ class Server(Driver):
         link.conn.send({"type": "ack", "n": message.get("n", 0)})
 
     def _on_heartbeat(self, link: WorkerLink, message: Message) -> None:
-        self.feed(Heartbeat(self.clock(), link.name, codec.text(message, "attempt")))
+        at = self.clock()
+        attempt = codec.text(message, "attempt")
+        if self.liveness is not None:
+            self.liveness.heartbeat(at, link.name, attempt)
+        self.feed(Heartbeat(at, link.name, attempt))
         link.conn.send({"type": "ack", "n": message.get("n", 0)})
 
     def _on_finished(self, link: WorkerLink, message: Message) -> None:

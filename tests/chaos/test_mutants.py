@@ -12,6 +12,7 @@ import pytest
 from atmostonce.chaos.nemesis import NemesisKind
 from atmostonce.chaos.options import ChaosOptions
 from atmostonce.chaos.run import run_chaos
+from atmostonce.check.history import entries as h
 from atmostonce.spec.properties import PropertyId
 from tests.chaos.conftest import chaos
 from tests.runtime.conftest import gone
@@ -79,4 +80,24 @@ def test_an_attempt_beyond_max_attempts_is_caught_on_the_runtime_alone() -> None
     assert caught, [v.line() for v in result.violations]
     assert "got 4 attempts, more than its 3" in caught[0].message
     assert {v.property for v in result.violations} == {PropertyId.A_EXHAUSTED_RECORD}
+    assert all(gone(pid) for pid in result.pids)
+
+
+@pytest.mark.clause("TC-REC-LOST", "D-12")
+def test_a_worker_declared_lost_while_heartbeating_is_caught_on_the_runtime_alone() -> None:
+    """No fault is needed: seed 3 asks calls whose tools run longer than the heartbeat timeout
+    within the first seconds, and the mutant's server, deaf to heartbeats, declares their
+    workers lost while the server's liveness log shows their heartbeats arriving."""
+    result = run_chaos(ChaosOptions(duration=8, nemesis=(), seed=3,
+                                    executor="atmostonce.executor.mutants:heartbeat_not_heard"))
+    assert not result.ok
+    caught = [v for v in result.violations if v.property == PropertyId.A_HEARD_KEEPS_ATTEMPT]
+    assert caught, [v.line() for v in result.violations]
+    first = caught[0]
+    assert "while heartbeating (last heartbeat at " in first.message
+    assert "within the 2.5 s heartbeat timeout" in first.message
+    excerpt = [type(result.entries[p]) for p in first.positions]
+    assert excerpt[0] is h.HandedOut
+    assert excerpt[-1] is h.WorkerDeclaredLost
+    assert h.HeartbeatDelivered in excerpt
     assert all(gone(pid) for pid in result.pids)

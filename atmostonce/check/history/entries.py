@@ -12,10 +12,10 @@ as long to build. Three kinds of entry exist:
   whether a `Persist` naming its attempt and worker came first in the same batch, D-5, and
   whether it was sent before the server died),
   `Cancelled`, `StartDelivered`, `HeartbeatDelivered` and `ResultDelivered` (a worker's
-  `Started`, `Heartbeat` or `Finished` reached the executor, at the executor's clock), `RecordPublished` (a `tool_call_finished` event), `SnapshotSeen`
-  (a call's status in `get_agent_snapshot` changed, with its tool results in the same
-  snapshot's history), `UserMessageSent` (with its reply),
-  `ReconcileRan`;
+  `Started`, `Heartbeat` or `Finished` reached the executor, at the executor's clock),
+  `RecordPublished` (a `tool_call_finished` event), `SnapshotSeen` (a call's status in
+  `get_agent_snapshot` changed, with its tool results in the same snapshot's history),
+  `UserMessageSent` (with its reply), `ReconcileRan`;
 - ground truth from the effect ledger, which the executor never sees: `RunStarted` (which
   worker really started which attempt, passing which idempotency key), `EffectApplied` (the
   service applied the write, or dropped a repeated key), `RunEnded` (returned, reported a

@@ -77,6 +77,9 @@ NOT_CHECKABLE: dict[str, str] = {
     "while its tool ran; LangGraph gives up on none (no run timeout)",
     PropertyId.S_LOST_BEFORE_HEARTBEAT: "LangGraph has no heartbeats: nothing says that a "
     "tool started",
+    PropertyId.A_HEARD_KEEPS_ATTEMPT: "LangGraph has no heartbeats and no server that declares "
+    "a worker lost: the agent process runs its tools itself, and one that dies is simply "
+    "resumed by another",
     PropertyId.S_UNKNOWN_NEVER_RAN: "needs a server restart: LangGraph has no server",
 }
 """The properties LangGraph cannot give evidence for, and why."""

@@ -8,7 +8,8 @@ write to the harness's effect ledger, each through a `Proxy` of its own so that 
 can be held or dropped. Processes are started with `atmostonce.runtime.processes`
 from the calling thread and die with it. Off the proxies' wire it reads hellos, `started` and
 `finished` messages and every go-ahead, which it checks against the journal the moment it is
-seen (D-5); `server_log()` merges that with the journal (`atmostonce.engines.reference.server_log`).
+seen (D-5); `server_log()` merges that with the journal and the server's liveness log, its
+workers' connections and heartbeats (`atmostonce.engines.reference.server_log`).
 
 A server stops when the executor under test fails (raises, or answers outside the protocol) and
 logs a line that names the failure. Whenever the adapter finds its server gone (asked whether it
@@ -37,6 +38,7 @@ from atmostonce.engines.proxy import UP, Pipe, Proxy
 from atmostonce.engines.reference.server_log import GoAheadSeen, JournalWatch, WireSeen, server_log
 from atmostonce.runtime.client import AsyncClient
 from atmostonce.runtime.journal import read_journal
+from atmostonce.runtime.liveness_log import read_liveness
 from atmostonce.runtime.options import config_argv
 from atmostonce.runtime.processes import Managed, spawn, stop_all
 from atmostonce.runtime.tokens import ensure_token
@@ -101,6 +103,7 @@ class ReferenceEngine(ProxiedWorkers[ProxiedWorker]):
         super().__init__()
         self.setup = setup
         self.journal = setup.workdir / "journal.db"
+        self.liveness = setup.workdir / "liveness.jsonl"
         self.token_file = setup.token_file or setup.workdir / "token"
         """The deployment's token: the ledger's and the server's, for workers and clients."""
         self.approver_token_file = setup.workdir / "approver-token"
@@ -115,7 +118,6 @@ class ReferenceEngine(ProxiedWorkers[ProxiedWorker]):
         self._watch = JournalWatch(self.journal)
         self._closed = False
         self.go_aheads: list[GoAheadSeen] = []
-        self.hellos: list[WireSeen] = []
         self.starts: list[WireSeen] = []
         self.finishes: list[RunEndSeen] = []
 
@@ -152,6 +154,7 @@ class ReferenceEngine(ProxiedWorkers[ProxiedWorker]):
             "--journal", str(self.journal), "--host", self.setup.host, "--port", str(self.port),
             "--token-file", str(self.token_file),
             "--approver-token-file", str(self.approver_token_file),
+            "--liveness-log", str(self.liveness),
             "--executor", self.setup.executor, *config_argv(self.setup.config)])
         try:
             self.server.wait_ready(READY)
@@ -222,7 +225,6 @@ class ReferenceEngine(ProxiedWorkers[ProxiedWorker]):
         if direction == UP:
             if b'"type":"hello"' in line:
                 pipe.worker = str(json.loads(line).get("worker", ""))
-                self.hellos.append(WireSeen(at, pipe.worker))
             elif b'"type":"finished"' in line:
                 message = json.loads(line)
                 ok = message.get("ok")
@@ -244,7 +246,8 @@ class ReferenceEngine(ProxiedWorkers[ProxiedWorker]):
 
     def server_log(self) -> ServerLog:
         journal = read_journal(self.journal) if self.journal.exists() else []
-        log = server_log(journal, self.go_aheads, self.hellos, self.starts, self.finishes)
+        log = server_log(journal, self.go_aheads, read_liveness(self.liveness), self.starts,
+                         self.finishes)
         log.executor_failures = [failure for process in self.started if process.role == "serve"
                                  if (failure := executor_failure(process)) is not None]
         return log

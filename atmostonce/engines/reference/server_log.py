@@ -11,6 +11,12 @@ becomes durable between the go-ahead leaving the server and the proxy reading th
 (a fraction of a millisecond apart) looks durable in time, and group commit often makes a
 premature go-ahead wait for the batch its hand-out is in. The conformance and simulation
 layers check D-5 on the executor's own commands, exactly.
+
+The server's liveness log (`atmostonce.runtime.liveness_log`) adds each worker's connections
+and heartbeats as the executor took them, at its clock: `WorkerConnected` and
+`HeartbeatDelivered`. They come before the journal's entries of the same moment, since each
+is the cause: a worker that connects again ends the attempt it held with the same time
+(A-HEARD-KEEPS-ATTEMPT).
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from pathlib import Path
 
 from atmostonce.check.history import entries as h
 from atmostonce.engines.adapter import RunEndSeen, ServerLog
+from atmostonce.runtime.liveness_log import LivenessNote
 from atmostonce.spec.approval import REPLY_TEXT, ApprovalReply
 from atmostonce.spec.protocol import JSON, TimerKind
 
@@ -44,7 +51,7 @@ class GoAheadSeen:
 
 @dataclass(frozen=True)
 class WireSeen:
-    """A worker's hello or `started`, as the proxy received it."""
+    """A worker's `started`, as the proxy received it."""
 
     at: float
     worker: str
@@ -93,10 +100,10 @@ class JournalWatch:
             self._conn = None
 
 
-def server_log(journal: list[Entry], go_aheads: list[GoAheadSeen], hellos: list[WireSeen],
+def server_log(journal: list[Entry], go_aheads: list[GoAheadSeen], liveness: list[LivenessNote],
                starts: list[WireSeen], finishes: list[RunEndSeen]) -> ServerLog:
-    """The ServerLog of one run of the reference server, from its journal (every life of it,
-    in order) and what the proxies saw."""
+    """The ServerLog of one run of the reference server, from its journal and its liveness
+    log (every life of it, in order) and what the proxies saw."""
     log = ServerLog(run_ends=list(finishes))
     sent = {(g.attempt, g.worker): g for g in go_aheads}
     tools: dict[str, str] = {}
@@ -106,6 +113,9 @@ def server_log(journal: list[Entry], go_aheads: list[GoAheadSeen], hellos: list[
     def add(entry: h.Entry) -> None:
         found.append((entry.at, len(found), entry))
 
+    for note in liveness:
+        add(h.HeartbeatDelivered(note.at, note.worker, note.attempt) if note.attempt
+            else h.WorkerConnected(note.at, note.worker))
     for raw in journal:
         at = float(_number(raw.get("at")))
         log.durable.append(at)
@@ -138,8 +148,6 @@ def server_log(journal: list[Entry], go_aheads: list[GoAheadSeen], hellos: list[
     for g in sent.values():
         call = g.attempt.rpartition("#")[0] or g.key
         add(h.HandedOut(g.at, g.worker, g.attempt, g.key, g.tool, False, call, True))
-    for w in hellos:
-        add(h.WorkerConnected(w.at, w.worker))
     for w in starts:
         add(h.StartDelivered(w.at, w.worker, w.attempt))
     found.sort(key=lambda item: (item[0], item[1]))

@@ -58,6 +58,11 @@ NOT_CHECKABLE: dict[str, str] = {
     "be told from one after a timeout",
     PropertyId.S_LOST_BEFORE_HEARTBEAT: "Temporal's history records no heartbeat, and no end of "
     "an earlier attempt",
+    PropertyId.A_HEARD_KEEPS_ATTEMPT: "Temporal's event history has no heartbeat event (only "
+    "ActivityTaskTimedOut with the HEARTBEAT timeout type when one is missed); the last "
+    "heartbeat's time is shown only for a pending activity (DescribeWorkflowExecution), gone "
+    "once the attempt ends; a worker learns only that a heartbeat was answered, on its own "
+    "clock, so when the server took a heartbeat is in no record",
     PropertyId.A_CANCEL_ON_TIMEOUT: "the history records a start-to-close timeout but not "
     "whether the worker running the activity was told to stop: the SDK hands such a cancel to "
     "the activity with the reason timed_out, and the mapping's workers do not note it",
