@@ -33,6 +33,8 @@ def _message(e: h.Entry) -> Message | None:
         return Message(EXECUTOR, _worker(e.worker), f"cancel {e.attempt}", e.at)
     if isinstance(e, h.StartDelivered):
         return Message(_worker(e.worker), EXECUTOR, f"started {e.attempt}", e.at)
+    if isinstance(e, h.HeartbeatDelivered):
+        return Message(_worker(e.worker), EXECUTOR, f"heartbeat {e.attempt}", e.at)
     if isinstance(e, h.ResultDelivered):
         return Message(_worker(e.worker), EXECUTOR,
                        f"{'returned' if e.ok else 'failed'} {e.attempt}", e.at)
@@ -66,7 +68,7 @@ def _concerns(e: h.Entry, key: str, attempts: set[str], runs: set[int]) -> bool:
     if isinstance(e, h.RunStarted) and e.key == key:
         runs.add(e.run)
         return True
-    if isinstance(e, h.Cancelled | h.StartDelivered | h.ResultDelivered):
+    if isinstance(e, h.Cancelled | h.StartDelivered | h.HeartbeatDelivered | h.ResultDelivered):
         return e.attempt in attempts
     if isinstance(e, h.RunEnded | h.EffectApplied):
         return e.run in runs

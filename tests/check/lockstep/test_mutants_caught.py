@@ -12,10 +12,21 @@ from atmostonce.executor.mutants import EXECUTOR_MUTANTS, ExecutorMutant
 from tests.load import patience
 
 
+SEEN_FROM_OUTSIDE = {
+    "heartbeat_not_heard": "the lockstep fires a worker's heartbeat timeout when the model "
+    "detects its loss and never when a heartbeat came in time, so a heartbeat that renews "
+    "nothing changes no step; the simulation and the runtime chaos judge liveness by the clock "
+    "(tests/sim/test_heard_keeps_attempt.py, tests/chaos/test_mutants.py)",
+}
+"""Mutants only the layers that keep time can catch."""
+
+
 @pytest.mark.clause("TC-EFF-NONIDEM", "TC-AMO-1", "TC-REC-NOTRUN", "TC-APR-2", "TC-SNAP-1",
                     "TC-REC-1", "TC-KEY-1", "D-6", "D-5", "TC-RCN-1", "D-4", "D-7", "D-8")
 @pytest.mark.parametrize("mutant", list(EXECUTOR_MUTANTS.values()), ids=lambda m: m.name)
 def test_verify_exits_1_for_the_executor_mutant(mutant: ExecutorMutant) -> None:
+    if mutant.name in SEEN_FROM_OUTSIDE:
+        pytest.skip(SEEN_FROM_OUTSIDE[mutant.name])
     done = subprocess.run(
         [sys.executable, "-m", "atmostonce", "verify", "--layers", "conformance",
          "--executor", f"atmostonce.executor.mutants:{mutant.name}"],
