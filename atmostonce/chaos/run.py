@@ -21,7 +21,6 @@ temporary directory.
 
 from __future__ import annotations
 
-
 import random
 import shutil
 import tempfile

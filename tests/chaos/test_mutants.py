@@ -80,3 +80,20 @@ def test_an_attempt_beyond_max_attempts_is_caught_on_the_runtime_alone() -> None
     assert "got 4 attempts, more than its 3" in caught[0].message
     assert {v.property for v in result.violations} == {PropertyId.A_EXHAUSTED_RECORD}
     assert all(gone(pid) for pid in result.pids)
+
+
+@pytest.mark.clause("D-32", "D-7")
+def test_an_approval_accepted_after_the_kept_deadline_is_caught_on_the_runtime_by_the_clock(
+        ) -> None:
+    """After each restart the mutant gives a waiting call its whole deadline again, so a late
+    person's approval is accepted although the deadline the call kept has passed: judged by
+    the clock from the ask's acknowledgement, whatever the executor's own timer did."""
+    result = run_chaos(ChaosOptions(duration=15, nemesis=(NemesisKind.RESTART,), pace=3.0,
+                                    seed=1, executor="atmostonce.executor.mutants:"
+                                    "deadline_afresh_at_restart"))
+    assert not result.ok
+    caught = [v for v in result.violations if v.property == PropertyId.A_APPROVAL]
+    assert caught, [v.line() for v in result.violations]
+    assert any("had passed by the clock" in v.message for v in caught)
+    assert {v.property for v in result.violations} == {PropertyId.A_APPROVAL}
+    assert all(gone(pid) for pid in result.pids)

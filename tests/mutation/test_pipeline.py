@@ -266,7 +266,8 @@ def test_the_recorded_black_box_score_is_shown_beside_the_other(tmp_path: Path) 
     path.write_text(json.dumps({**figures, "black_box": outside}))
     lines = measured_lines(path)
     assert "score 90.0%" in lines[0]
-    assert "judged from outside" in lines[1] and "score 70.0%" in lines[1]
+    assert "judged from outside" in lines[1]
+    assert "score 70.0%" in lines[1]
     assert "survived 3 of which 2 argued not observable from outside" in lines[1]
     assert lines[2] == "  per module: keys.py 70%"
     path.write_text(json.dumps(figures))
