@@ -63,9 +63,9 @@ class Call:
     __slots__ = (
         "approval", "approval_pos", "asked_at", "asked_by", "attempts", "current", "deadline",
         "first_hand", "handed", "key", "lost_before", "policy", "pos", "published",
-        "published_epoch", "published_pos", "record", "record_at", "record_error", "record_pos", "reports",
-        "result_ok", "result_pos", "returned", "runs", "session", "single", "snap", "snap_pos",
-        "tool", "tool_result", "tool_result_pos", "unreached_pos",
+        "published_epoch", "published_pos", "record", "record_at", "record_error", "record_pos",
+        "reports", "result_ok", "result_pos", "returned", "runs", "session", "single", "snap",
+        "snap_pos", "tool", "tool_result", "tool_result_pos", "unreached_pos",
     )
 
     def __init__(self, key: str, tool: str, session: str, pos: int, at: float,
