@@ -36,12 +36,14 @@ from atmostonce.spec.properties import PropertyId
 from atmostonce.spec.reconcile import reported_keys
 from atmostonce.spec.records import (
     DID_NOT_RUN_PREFIX,
+    AttemptEnd,
     FailureKind,
     Outcome,
     Record,
     RejectReason,
     failure_text,
     reject_text,
+    unknown_detail,
 )
 from atmostonce.spec.session import Message, MessageRole, ToolCallStatus, tool_result_text
 
@@ -218,7 +220,8 @@ class RecordChecks(CheckerState):
         what happened to the call, never by the executor's other copies of it: a failed call
         no attempt of which reached a worker opens with the did-not-run wording
         (TC-REC-NOTRUN); an outcome_unknown one carries its failure (TC-RCN-FIND); a rejected
-        one says whether a person or the deadline rejected it (TC-REC-REJ); a cancelled
+        one says whether a person or the deadline rejected it (TC-REC-REJ), and a failure it
+        names is the one the history shows; a cancelled
         single attempt recorded failed, by D-4's other choice, says the tool may still be
         running (F-7)."""
         wrong = ""
@@ -235,6 +238,8 @@ class RecordChecks(CheckerState):
                          "say the tool may still be running (F-7)")
         elif status is OUTCOME_UNKNOWN and not error.strip():
             wrong = "it is empty, though the page puts the failure in the error"
+        elif status is OUTCOME_UNKNOWN:
+            wrong = _wrong_failure(c, error)
         elif status is REJECTED:
             person = c.approval is ApprovalState.REJECTED
             expected = reject_text(RejectReason.PERSON if person else RejectReason.DEADLINE)
@@ -349,6 +354,28 @@ class RecordChecks(CheckerState):
 
 TOOL_ERROR_TEXT = failure_text(FailureKind.TOOL_ERROR)
 _MAY_STILL_BE_RUNNING = failure_text(FailureKind.MAY_STILL_BE_RUNNING)
+_ENDED = {end: unknown_detail(end) for end in AttemptEnd if unknown_detail(end)}
+_ENDED_TEXT = {AttemptEnd.WORKER_LOST: "was lost with its worker",
+               AttemptEnd.CANCELLED: "was cancelled or timed out"}
+
+
+def _wrong_failure(c: Call, error: str) -> str:
+    """How an outcome_unknown error says the call's last attempt ended, when it says so,
+    against how the history shows it ended (TC-RCN-FIND: the failure in the error)."""
+    told = [end for end, text in _ENDED.items() if text in error]
+    current = c.current
+    if not told or AttemptEnd.NOT_REACHED in told or current is None:
+        return ""  # the checker's last attempt is the last one handed out, not the last queued
+    if current.cause == GAVE_UP:
+        shown = AttemptEnd.CANCELLED
+    elif current.cause in (LOST, RESTART):
+        shown = AttemptEnd.WORKER_LOST
+    else:
+        return ""
+    if shown in told:
+        return ""
+    return (f"it says the last attempt {_ENDED_TEXT[told[0]]}, but the history shows it "
+            f"{_ENDED_TEXT[shown]}")
 
 _CAUSE_TEXT = {
     GAVE_UP: "was cancelled or timed out",

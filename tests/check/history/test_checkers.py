@@ -13,7 +13,7 @@ from atmostonce.spec.approval import REPLY_TEXT, ApprovalReply
 from atmostonce.spec.policy import EffectClass, ToolHints, ToolPolicy
 from atmostonce.spec.properties import Kind, PropertyId, of_kind
 from atmostonce.spec.protocol import ExecutorConfig, TimerKind
-from atmostonce.spec.records import RejectReason, reject_text
+from atmostonce.spec.records import AttemptEnd, RejectReason, reject_text, unknown_detail
 from tests.check.history.story import (
     DID_NOT_RUN,
     IDEM,
@@ -495,6 +495,9 @@ def test_a_record_meaning_catches_an_outcome_unknown_record_without_its_failure(
 
     assert unknown(UNKNOWN) == set()
     assert unknown("") == {PropertyId.A_RECORD_MEANING}
+    assert unknown(f"{UNKNOWN}: {unknown_detail(AttemptEnd.WORKER_LOST)}") == set()
+    assert unknown(f"{UNKNOWN}: {unknown_detail(AttemptEnd.CANCELLED)}") == {
+        PropertyId.A_RECORD_MEANING}, "the failure it names is not the one that happened"
 
 
 @pytest.mark.clause("TC-REC-REJ")
