@@ -6,6 +6,12 @@ the expensive ones. Prints a table per module, or one JSON object.
 
     python benchmarks/mutation.py [--processes 2] [--json] [--out report.json]
     python benchmarks/mutation.py --module attempts.py --limit 20      # a quick look
+    python benchmarks/mutation.py --black-box [--record]     # judged from outside only
+
+`--black-box` runs the same mutants through the stages that read only what an engine shows
+from outside (the simulation's histories and the chaos run's on the real runtime), the way a
+black-box engine is judged, and scores them apart; a survivor there is argued in
+`mutation_unobservable.toml`, saying what an observer would need to see to tell it apart.
 
 cosmic-ray is chosen over mutmut because it applies one mutation to a source file and runs
 any command against it (here: verify's executor layers in a fresh process whose import path
@@ -29,14 +35,17 @@ from atmostonce import progress  # noqa: E402
 from atmostonce.mutation.generate import executor_modules, mutants  # noqa: E402
 from atmostonce.mutation.pipeline import Outcome, run  # noqa: E402
 from atmostonce.mutation.score import Score, load_equivalents, score  # noqa: E402
-from atmostonce.mutation.stages import STAGES  # noqa: E402
+from atmostonce.mutation.stages import BLACK_BOX, STAGES  # noqa: E402
 from atmostonce.spec.errors import SpecError  # noqa: E402
 
 EQUIVALENT = Path(__file__).with_name("mutation_equivalent.toml")
+UNOBSERVABLE = Path(__file__).with_name("mutation_unobservable.toml")
 FIRST_PASS = 4
-"""Every mutant meets the first four stages before any survivor meets the fourth, and so on:
-the few survivors, not the many, pay for the expensive layers."""
+"""Every mutant meets the first four stages before any survivor meets the fifth, and so on:
+the few survivors, not the many, pay for the expensive layers (a black-box run: the first
+stage, then one more at a time)."""
 STATE = ROOT / ".mutation" / "state.jsonl"
+BLACK_BOX_STATE = ROOT / ".mutation" / "black-box.jsonl"
 MEASURED = ROOT / "atmostonce" / "mutation" / "measured.json"
 
 
@@ -48,20 +57,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--module", action="append", default=[], metavar="NAME",
                         help="only the executor modules whose file name contains NAME "
                         "(repeatable)")
-    parser.add_argument("--stages", default=",".join(s.name for s in STAGES), metavar="LIST",
+    parser.add_argument("--black-box", action="store_true",
+                        help="only the stages that judge from outside "
+                        f"({','.join(BLACK_BOX)}), scored apart, with its own state file and "
+                        "the survivors' arguments in "
+                        f"{UNOBSERVABLE.relative_to(ROOT)}")
+    parser.add_argument("--stages", metavar="LIST",
                         help="the stages each mutant meets, in order (default: "
-                        f"{','.join(s.name for s in STAGES)})")
+                        f"{','.join(s.name for s in STAGES)}; with --black-box "
+                        f"{','.join(BLACK_BOX)})")
     parser.add_argument("--limit", type=int, default=0, metavar="N",
                         help="only the first N mutants (default: all)")
     parser.add_argument("--timeout", type=float, default=900.0, metavar="S",
                         help="seconds one mutant's trial may take (default 900)")
-    parser.add_argument("--state", type=Path, default=STATE, metavar="FILE",
+    parser.add_argument("--state", type=Path, metavar="FILE",
                         help="the results so far, taken up again (default "
-                        f"{STATE.relative_to(ROOT)})")
+                        f"{STATE.relative_to(ROOT)}; with --black-box "
+                        f"{BLACK_BOX_STATE.relative_to(ROOT)})")
     parser.add_argument("--fresh", action="store_true", help="forget the results so far")
     parser.add_argument("--equivalent", type=Path, default=EQUIVALENT, metavar="FILE",
                         help="the argued equivalent mutants (default "
                         f"{EQUIVALENT.relative_to(ROOT)})")
+    parser.add_argument("--unobservable", type=Path, default=UNOBSERVABLE, metavar="FILE",
+                        help="the black-box survivors argued not observable from outside "
+                        f"(default {UNOBSERVABLE.relative_to(ROOT)})")
     parser.add_argument("--try-equivalents", action="store_true",
                         help="try the argued equivalent mutants too (a kill shows an argument "
                         "wrong; they count as equivalent either way)")
@@ -70,17 +89,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--record", action="store_true",
                         help="write the score to atmostonce/mutation/measured.json, which "
                         "`atmostonce mutants` shows (only for a run over every module and "
-                        "stage)")
+                        "stage; with --black-box, as its black-box score)")
     args = parser.parse_args(argv)
+    every = list(BLACK_BOX) if args.black_box else [s.name for s in STAGES]
+    state: Path = args.state or (BLACK_BOX_STATE if args.black_box else STATE)
     try:
-        stages = args.stages.split(",")
+        stages = args.stages.split(",") if args.stages is not None else every
         unknown = [s for s in stages if s not in {x.name for x in STAGES}]
-        if unknown or not args.stages:
+        if unknown or not stages or not all(stages):
             raise SpecError(f"unknown stage {unknown[0] if unknown else '(none)'!r}: choose "
                             f"from {', '.join(s.name for s in STAGES)}")
         if args.processes < 1 or args.limit < 0 or args.timeout <= 0:
             raise SpecError("--processes must be >= 1, --limit >= 0 and --timeout > 0")
         equivalents = load_equivalents(args.equivalent)
+        unobservable = (load_equivalents(args.unobservable, "unobservable")
+                        if args.black_box else {})
         modules = [m for m in executor_modules(ROOT / "atmostonce" / "executor")
                    if not args.module or any(n in m.name for n in args.module)]
         if not modules:
@@ -94,13 +117,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.limit:
         tried = tried[:args.limit]
         made = [m for m in made if m.annotation or m in set(tried)]
-    if args.fresh and args.state.exists():
-        args.state.unlink()
-    args.state.parent.mkdir(parents=True, exist_ok=True)
+    if args.fresh and state.exists():
+        state.unlink()
+    state.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     outcomes: list[Outcome] = []
+    first = 1 if args.black_box else FIRST_PASS
     with progress.board(args.json) as shown:
-        for upto in range(min(FIRST_PASS, len(stages)), len(stages) + 1):
+        for upto in range(min(first, len(stages)), len(stages) + 1):
             meter = shown.meter(f"mutants, stages {','.join(stages[:upto])}",
                                 total=len(tried), unit="mutants")
             count = [0]
@@ -112,20 +136,21 @@ def main(argv: list[str] | None = None) -> int:
                              f"{outcome.killed_by or 'SURVIVED'}")
 
             outcomes = run(tried, ROOT, "atmostonce.executor:reference", stages[:upto],
-                           args.processes, args.timeout, args.state, done)
+                           args.processes, args.timeout, state, done)
             meter.finish()
-    result = score(made, outcomes, equivalents)
-    report = {**result.as_json(), "stages": stages, "processes": args.processes,
+    result = score(made, outcomes, equivalents, unobservable)
+    report = {**result.as_json(), "black_box": args.black_box, "stages": stages,
+              "processes": args.processes,
               "wall_seconds": round(time.monotonic() - started, 1),
               "command": "python benchmarks/mutation.py " + " ".join(argv or sys.argv[1:])}
     if args.out is not None:
         args.out.write_text(json.dumps(report, indent=2) + "\n")
     if args.record:
-        if args.module or args.limit or stages != [s.name for s in STAGES] or result.untried:
+        if args.module or args.limit or stages != every or result.untried:
             print("mutation: --record needs every module and every stage, and every mutant "
                   "tried", file=sys.stderr)
             return 2
-        record(result, report, modules)
+        record(result, report, modules, args.black_box)
     if args.json:
         print(json.dumps(report))
     else:
@@ -133,9 +158,11 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def record(result: Score, report: dict[str, object], modules: list[Path]) -> None:
+def record(result: Score, report: dict[str, object], modules: list[Path],
+           black_box: bool) -> None:
     """The measured score, with the sha256 of each module it was measured on, for
-    `atmostonce mutants` to show (and to say which modules changed since)."""
+    `atmostonce mutants` to show (and to say which modules changed since); a black-box score
+    is kept beside the other, under `black_box`."""
     shas = {m.resolve().relative_to(ROOT).as_posix():
             hashlib.sha256(m.read_bytes()).hexdigest() for m in modules}
     per_module = {name: {**t.as_json(), "sha256": shas[name]}
@@ -144,7 +171,16 @@ def record(result: Score, report: dict[str, object], modules: list[Path]) -> Non
                 "killed_by_stage": dict(result.killed_by.most_common()),
                 "wall_seconds": report["wall_seconds"], "processes": report["processes"],
                 "date": time.strftime("%Y-%m-%d"),
-                "command": "python benchmarks/mutation.py --record"}
+                "command": "python benchmarks/mutation.py --record"
+                + (" --black-box" if black_box else "")}
+    try:
+        kept = json.loads(MEASURED.read_text())
+    except (OSError, ValueError):
+        kept = {}
+    if black_box:
+        measured = {**kept, "black_box": measured}
+    elif "black_box" in kept:
+        measured["black_box"] = kept["black_box"]
     MEASURED.write_text(json.dumps(measured, indent=1) + "\n")
 
 
@@ -152,23 +188,28 @@ def _table(result: Score, report: dict[str, object]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title="mutants of atmostonce/executor/*.py")
-    for column in ("module", "mutants", "killed", "timeout", "survived", "equivalent",
-                   "score"):
+    title = "mutants of atmostonce/executor/*.py" + (
+        ", judged from outside (simulation and chaos histories only)"
+        if report["black_box"] else "")
+    table = Table(title=title)
+    for column in ("module", "mutants", "killed", "timeout", "survived", "unobservable",
+                   "equivalent", "score"):
         table.add_column(column, justify="left" if column == "module" else "right")
     rows = [*sorted(result.modules.items()), ("all", result.total)]
     for module, t in rows:
         table.add_row(module.removeprefix("atmostonce/executor/"), str(t.mutants),
-                      str(t.killed), str(t.timeout), str(t.survived), str(t.equivalent),
-                      f"{t.score:.1%}")
+                      str(t.killed), str(t.timeout), str(t.survived), str(t.unobservable),
+                      str(t.equivalent), f"{t.score:.1%}")
     console = Console()
     console.print(table)
     console.print("killed by: " + ", ".join(f"{k} {n}" for k, n in result.killed_by.most_common()))
+    argued = {id(o) for o, _ in result.unobservable}
     for o in result.survivors:
-        console.print(f"survived: {o.mutant.id} line {o.mutant.line}: {o.mutant.text}",
+        tag = " (argued unobservable)" if id(o) in argued else ""
+        console.print(f"survived{tag}: {o.mutant.id} line {o.mutant.line}: {o.mutant.text}",
                       markup=False)
     for e in result.stale:
-        console.print(f"stale equivalence (the line changed): {e.id}", markup=False)
+        console.print(f"stale argument (the line changed): {e.id}", markup=False)
     if result.untried:
         console.print(f"NOT TRIED: {len(result.untried)} mutants (none of the figures above "
                       "counts them; run again)", markup=False)

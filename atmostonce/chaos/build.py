@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 
 from atmostonce.chaos.nemesis import FaultLog
 from atmostonce.chaos.observations import Observations
@@ -73,10 +74,13 @@ def build_history(obs: Observations, faults: FaultLog, log: ServerLog, runs: Seq
 
 def _client(out: _Entries, obs: Observations, log: ServerLog, end: float) -> None:
     asked: dict[str, float] = {}
+    acked = {a.key: a.acked for a in obs.acked}
     for entry in obs.entries:
-        out.put(entry, CLIENT)
         if isinstance(entry, h.CallAsked):
             asked[entry.key] = entry.at
+            if entry.key in acked:
+                entry = replace(entry, taken_by=acked[entry.key])
+        out.put(entry, CLIENT)
     server_takes = any(isinstance(e, h.ApprovalAnswered) for e in log.entries)
     for a in obs.answers:
         if a.accepted is None or a.replied is None:

@@ -6,14 +6,15 @@ the same way.
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from atmostonce.chaos.build import build_history
 from atmostonce.chaos.nemesis import FaultLog
 from atmostonce.chaos.observations import Observations
 from atmostonce.check.history.checkers import History
-from atmostonce.check.history.entries import Entry
+from atmostonce.check.history.entries import Entry, HistoryViolation
 from atmostonce.engines.adapter import Limits, ServerLog
 from atmostonce.runtime.ledger_client import LedgerRun, Write
 from atmostonce.spec.protocol import ExecutorConfig
@@ -23,6 +24,17 @@ from atmostonce.spec.protocol import ExecutorConfig
 class Judged:
     entries: list[Entry]
     history: History
+    violations: list[HistoryViolation] = field(default_factory=list)
+    """The history's violations but those of properties the engine cannot show."""
+    aside: collections.Counter[str] = field(default_factory=collections.Counter)
+    """How many findings of each property the engine declares not checkable were set aside:
+    its history lacks what they need (Temporal keeps only a call's last attempt start), so
+    what it seems to show of them is no evidence either way."""
+
+    def notes(self) -> list[str]:
+        return [f"{n} finding(s) of {pid} set aside: not checkable on this engine, so what "
+                "its history seems to show of it is no evidence either way"
+                for pid, n in sorted(self.aside.items())]
 
 
 def judge(obs: Observations, faults: FaultLog, log: ServerLog, runs: Sequence[LedgerRun],
@@ -37,4 +49,7 @@ def judge(obs: Observations, faults: FaultLog, log: ServerLog, runs: Sequence[Le
         history.append(entry)
     if quiescent:
         history.finish()
-    return Judged(entries, history)
+    return Judged(entries, history,
+                  [v for v in history.violations if v.property not in limits.not_checkable],
+                  collections.Counter(v.property for v in history.violations
+                                      if v.property in limits.not_checkable))

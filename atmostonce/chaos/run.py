@@ -128,13 +128,14 @@ def run_chaos(options: ChaosOptions, say: Say = lambda line: None, meter: Meter 
             shutil.rmtree(workdir, ignore_errors=True)
         raise
     entries, history = judged.entries, judged.history
+    violations = judged.violations
     lost = lost_records(got.obs, got.log)
     errors = got.errors + got.faults.errors + got.obs.errors
     kept: Path | None = None
     if failures:
         kept = workdir
         say(f"the executor under test failed: kept the run's files in {workdir}")
-    elif history.violations or lost or errors:
+    elif violations or lost or errors:
         kept = workdir
         say(f"the run found a problem: kept the run's files in {workdir}")
     elif own:
@@ -142,6 +143,7 @@ def run_chaos(options: ChaosOptions, say: Say = lambda line: None, meter: Meter 
     notes = list(got.log.notes)
     notes += [f"{kind.value} faults not injected: {got.limits.no_target[kind.value]}"
               for kind in options.nemesis if kind.value in got.limits.no_target]
+    notes += judged.notes()
     if failures:
         notes.append("the executor under test failed, so the run stopped before it was "
                      "quiescent: the eventually-properties were not judged")
@@ -149,7 +151,7 @@ def run_chaos(options: ChaosOptions, say: Say = lambda line: None, meter: Meter 
     stats = run_stats(checker.summaries(), checker.double_runs, checker.witnessed,
                       len(got.faults.restarts), len(entries), end - started,
                       checker.call_edges())
-    return ChaosResult(options, got.engine, entries, list(history.violations), lost, stats,
+    return ChaosResult(options, got.engine, entries, violations, lost, stats,
                        got.faults, got.obs, notes, got.pids, end - started, got.drained,
                        errors, failures, kept, dict(got.limits.not_checkable))
 

@@ -34,6 +34,7 @@ from atmostonce.spec.protocol import (
     TimerKind,
 )
 from atmostonce.spec.records import (
+    DID_NOT_RUN_PREFIX,
     AttemptEnd,
     Decision,
     FailureKind,
@@ -310,6 +311,37 @@ def heartbeat_not_heard(config: ExecutorConfig) -> Executor:
     return _HeartbeatNotHeard(config)
 
 
+class _DidNotRunWordingDropped(ReferenceExecutor):
+    def finalize(self, call: Call, outcome: Outcome, output: str, at: float,
+                 out: list[Command]) -> None:
+        if outcome.failure is FailureKind.DID_NOT_RUN:
+            outcome = replace(outcome, error=outcome.error.removeprefix(DID_NOT_RUN_PREFIX + ": "))
+        super().finalize(call, outcome, output, at, out)
+
+
+class _DeadlineAfreshAtRestart(ReferenceExecutor):
+    def resume(self, call: Call, at: float, out: list[Command]) -> None:
+        before = len(out)
+        super().resume(call, at, out)
+        out[before:] = [replace(c, delay=self.deadline_of(call))
+                        if isinstance(c, StartTimer) and c.kind is TimerKind.APPROVAL_DEADLINE
+                        else c for c in out[before:]]
+
+
+def did_not_run_wording_dropped(config: ExecutorConfig) -> Executor:
+    """A call none of whose attempts reached a worker records failed without the page's
+    did-not-run opening, alike in its snapshot, its event and its tool result (TC-REC-NOTRUN):
+    no copy disagrees with another, only with the page."""
+    return _DidNotRunWordingDropped(config)
+
+
+def deadline_afresh_at_restart(config: ExecutorConfig) -> Executor:
+    """After a restart a call still waiting for approval gets its whole deadline again, from
+    the restart, instead of what was left of the one it kept at ask time (D-32): an approval
+    can then be accepted after the kept deadline, the executor's own timer not yet fired."""
+    return _DeadlineAfreshAtRestart(config)
+
+
 def one_attempt_too_many(config: ExecutorConfig) -> Executor:
     """A read or an idempotent write is tried once more than max_attempts allows before it is
     given up on (TC-REC-RETRY, D-9)."""
@@ -372,6 +404,12 @@ _MUTANTS: tuple[ExecutorMutant, ...] = (
     ExecutorMutant("one_attempt_too_many", one_attempt_too_many, "TC-REC-RETRY",
                    "a read or an idempotent write gets one attempt more than max_attempts",
                    PropertyId.A_EXHAUSTED_RECORD),
+    ExecutorMutant("did_not_run_wording_dropped", did_not_run_wording_dropped, "TC-REC-NOTRUN",
+                   "a call that never reached a worker records failed without the did-not-run "
+                   "opening, alike in every copy", PropertyId.A_RECORD_MEANING),
+    ExecutorMutant("deadline_afresh_at_restart", deadline_afresh_at_restart, "D-32",
+                   "a restart gives a waiting call its whole approval deadline again",
+                   PropertyId.A_APPROVAL),
     ExecutorMutant("heartbeat_not_heard", heartbeat_not_heard, "TC-REC-LOST",
                    "a heartbeat does not renew its worker's liveness, so a worker still "
                    "heartbeating is declared lost", PropertyId.A_HEARD_KEEPS_ATTEMPT),

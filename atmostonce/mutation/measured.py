@@ -25,6 +25,29 @@ def measured_lines(path: Path = MEASURED) -> list[str]:
                 f"{data['date']} by `{data['command']}`")
     except (OSError, ValueError, KeyError, TypeError):
         return ["generated mutants: no score recorded (python benchmarks/mutation.py --record)"]
+    lines = [line, *_changed(modules)]
+    outside = data.get("black_box")
+    if not isinstance(outside, dict):
+        return [*lines, "judged from outside: no black-box score recorded (python "
+                "benchmarks/mutation.py --black-box --record)"]
+    try:
+        lines.append(
+            f"judged from outside (simulation and chaos histories only, what a black-box engine "
+            f"is judged by): score {float(outside['score']):.1%} (killed {outside['killed']}, "
+            f"timed out {outside['timeout']}, survived {outside['survived']} of which "
+            f"{outside['unobservable']} argued not observable from outside, equivalent "
+            f"{outside['equivalent']}), measured {outside['date']} by `{outside['command']}`")
+        per = outside["per_module"]
+        lines.append("  per module: " + ", ".join(
+            f"{Path(name).name} {float(t['score']):.0%}" for name, t in sorted(per.items())))
+        lines += _changed(per)
+    except (KeyError, TypeError, ValueError):
+        lines.append("judged from outside: the recorded black-box score is unreadable")
+    return lines
+
+
+def _changed(modules: dict[str, dict[str, object]]) -> list[str]:
+    """A line naming the executor modules changed since their figures were measured."""
     root = Path(__file__).resolve().parents[2]
     changed = []
     for name, figures in sorted(modules.items()):
@@ -32,7 +55,6 @@ def measured_lines(path: Path = MEASURED) -> list[str]:
         sha = hashlib.sha256(module.read_bytes()).hexdigest() if module.exists() else ""
         if sha != figures.get("sha256"):
             changed.append(Path(name).name)
-    lines = [line]
-    if changed:
-        lines.append(f"  changed since: {', '.join(changed)} (run it again for their score)")
-    return lines
+    if not changed:
+        return []
+    return [f"  changed since: {', '.join(changed)} (run it again for their score)"]

@@ -27,18 +27,18 @@ class Equivalent:
     why: str
 
 
-def load_equivalents(path: Path) -> dict[str, Equivalent]:
-    """The argued equivalent mutants, by id; SpecError, one line, for a file that is not the
-    expected TOML."""
+def load_equivalents(path: Path, kind: str = "equivalent") -> dict[str, Equivalent]:
+    """The argued mutants of one kind (`equivalent`, or `unobservable` from outside), by id;
+    SpecError, one line, for a file that is not the expected TOML."""
     try:
         data = tomllib.loads(path.read_text())
     except (OSError, tomllib.TOMLDecodeError) as error:
-        raise SpecError(f"cannot read the equivalent mutants {path}: {error}") from None
+        raise SpecError(f"cannot read the {kind} mutants {path}: {error}") from None
     found: dict[str, Equivalent] = {}
-    for i, entry in enumerate(data.get("equivalent", [])):
+    for i, entry in enumerate(data.get(kind, [])):
         if not isinstance(entry, dict) or set(entry) != {"id", "line", "why"} or not all(
                 isinstance(v, str) and v for v in entry.values()):
-            raise SpecError(f"{path}: equivalent entry {i + 1} needs exactly id, line and why, "
+            raise SpecError(f"{path}: {kind} entry {i + 1} needs exactly id, line and why, "
                             "each a non-empty string")
         found[entry["id"]] = Equivalent(entry["id"], entry["line"], entry["why"])
     return found
@@ -51,6 +51,8 @@ class Tally:
     timeout: int = 0
     survived: int = 0
     equivalent: int = 0
+    unobservable: int = 0
+    """Survivors argued not observable from outside (black-box runs): still survivors."""
 
     @property
     def score(self) -> float:
@@ -60,7 +62,7 @@ class Tally:
     def as_json(self) -> dict[str, object]:
         return {"mutants": self.mutants, "killed": self.killed, "timeout": self.timeout,
                 "survived": self.survived, "equivalent": self.equivalent,
-                "score": round(self.score, 4)}
+                "unobservable": self.unobservable, "score": round(self.score, 4)}
 
 
 @dataclass
@@ -74,13 +76,16 @@ class Score:
     stale: list[Equivalent] = field(default_factory=list)
     """Equivalence arguments whose line no longer reads as it did: not counted."""
     equivalents: list[tuple[Mutant, str]] = field(default_factory=list)
+    unobservable: list[tuple[Outcome, str]] = field(default_factory=list)
+    """Survivors with an argument that nothing outside the executor tells them apart."""
     seconds: float = 0.0
 
     def as_json(self) -> dict[str, object]:
         return {**self.total.as_json(),
                 "per_module": {m: t.as_json() for m, t in sorted(self.modules.items())},
                 "killed_by_stage": dict(self.killed_by.most_common()),
-                "survivors": [{"id": o.mutant.id, "line": o.mutant.line, "text": o.mutant.text}
+                "survivors": [{"id": o.mutant.id, "line": o.mutant.line, "text": o.mutant.text,
+                               "unobservable": any(o is u for u, _ in self.unobservable)}
                               for o in self.survivors],
                 "untried": len(self.untried),
                 "stale_equivalents": [e.id for e in self.stale],
@@ -88,9 +93,11 @@ class Score:
 
 
 def score(mutants: Sequence[Mutant], outcomes: Iterable[Outcome],
-          equivalents: dict[str, Equivalent]) -> Score:
+          equivalents: dict[str, Equivalent],
+          unobservable: dict[str, Equivalent] | None = None) -> Score:
     """Every mutant counted once: equivalent first, then by its outcome; a mutant with no
-    outcome is not counted at all (the pipeline did not get to it)."""
+    outcome is not counted at all (the pipeline did not get to it). A survivor argued in
+    `unobservable` stays a survivor, counted among the argued ones too."""
     by_id = {o.mutant.id: o for o in outcomes}
     result = Score()
     for mutant in mutants:
@@ -119,6 +126,13 @@ def score(mutants: Sequence[Mutant], outcomes: Iterable[Outcome],
             result.survivors.append(outcome)
             for t in (tally, result.total):
                 t.survived += 1
+            hidden = (unobservable or {}).get(mutant.id)
+            if hidden is not None and hidden.line != mutant.text:
+                result.stale.append(hidden)
+            elif hidden is not None:
+                result.unobservable.append((outcome, hidden.why))
+                for t in (tally, result.total):
+                    t.unobservable += 1
         elif outcome.killed_by == TIMEOUT:
             for t in (tally, result.total):
                 t.timeout += 1

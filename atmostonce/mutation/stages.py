@@ -93,3 +93,6 @@ STAGES: tuple[Stage, ...] = (
 """Every stage in the order a mutant meets them; the last three are verify's executor layers
 at their defaults."""
 BY_NAME = {stage.name: stage for stage in STAGES}
+BLACK_BOX: tuple[str, ...] = tuple(s.name for s in STAGES if s.layer != "conformance")
+"""The stages that judge only what an engine shows from outside (the histories of the
+simulation and of the chaos run on the real runtime): what a black-box engine is judged by."""

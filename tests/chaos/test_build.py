@@ -90,3 +90,28 @@ def test_client_sightings_stand_at_moments_true_for_them() -> None:
     restarted = entries[-1]
     assert isinstance(restarted, h.ServerRestarted)
     assert restarted.journal_entries == 3
+
+
+@pytest.mark.clause("TC-AMO-1")
+def test_a_finding_of_a_property_the_engine_cannot_show_is_set_aside_and_counted() -> None:
+    """A run the ledger saw whose hand-out the engine's history lacks (Temporal keeps only a
+    call's last attempt start): A-ONE-WORKER's finding is no evidence on an engine that
+    declares it not checkable, and is set aside with a note; elsewhere it stands."""
+    from atmostonce.chaos.judge import judge
+    from atmostonce.engines.adapter import Limits
+    from atmostonce.spec.properties import PropertyId
+
+    obs = Observations()
+    obs.entries.append(h.CallAsked(1.0, "s/t/c", "s", "t", "c", "cancel_order", "{}"))
+    ledger = [run(2.0, 2.5, "returned")]
+
+    def judged(limits: Limits) -> tuple[list[str], list[str]]:
+        found = judge(obs, FaultLog(), ServerLog(), ledger, [], ExecutorConfig(lease=LEASE),
+                      limits, 10.0, quiescent=False)
+        return [v.property for v in found.violations], found.notes()
+
+    kept, _ = judged(Limits())
+    assert PropertyId.A_ONE_WORKER in kept
+    blind, notes = judged(Limits({PropertyId.A_ONE_WORKER: "only the last start is kept"}))
+    assert PropertyId.A_ONE_WORKER not in blind
+    assert [n for n in notes if n.startswith("1 finding(s) of A-ONE-WORKER set aside")] != []

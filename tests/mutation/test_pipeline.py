@@ -140,7 +140,7 @@ def test_the_recorded_score_names_the_modules_changed_since(tmp_path: Path) -> N
                                "atmostonce/executor/views.py": {"sha256": "0" * 64}}}
     path = tmp_path / "measured.json"
     path.write_text(json.dumps(recorded))
-    first, changed = measured_lines(path)
+    first, changed, _ = measured_lines(path)
     assert "score 90.0%" in first
     assert "killed 8, timed out 1, survived 1, equivalent 0" in first
     assert changed == "  changed since: views.py (run it again for their score)"
@@ -192,9 +192,11 @@ def test_every_argued_equivalence_names_a_mutant_of_the_executor_as_it_reads() -
     from atmostonce.mutation.score import load_equivalents
 
     made = {m.id: m for m in mutants(executor_modules(ROOT / "atmostonce" / "executor"), ROOT)}
-    argued = load_equivalents(ROOT / "benchmarks" / "mutation_equivalent.toml")
-    assert [e.id for e in argued.values() if e.id not in made] == []
-    assert [e.id for e in argued.values() if e.line != made[e.id].text] == []
+    for name, kind in (("mutation_equivalent.toml", "equivalent"),
+                       ("mutation_unobservable.toml", "unobservable")):
+        argued = load_equivalents(ROOT / "benchmarks" / name, kind)
+        assert [e.id for e in argued.values() if e.id not in made] == []
+        assert [e.id for e in argued.values() if e.line != made[e.id].text] == []
 
 
 def test_an_argued_equivalent_is_not_tried_unless_asked(tmp_path: Path) -> None:
@@ -213,3 +215,60 @@ def test_an_argued_equivalent_is_not_tried_unless_asked(tmp_path: Path) -> None:
         ids = {json.loads(line)["id"] for line in state.read_text().splitlines()}
         assert (first.id in ids) is tried
         assert json.loads(done.stdout)["equivalent"] == 1
+
+
+def test_a_survivor_argued_unobservable_stays_a_survivor_counted_apart() -> None:
+    from atmostonce.mutation.pipeline import Outcome
+
+    same = one(*CHANGES_NOTHING)
+    survived = Outcome(same, None, None, "", 1.0, ("simulation-20",))
+    argued = Equivalent(same.id, same.text, "nothing outside the executor shows the phase")
+    counted = score([same], [survived], {}, {same.id: argued})
+    assert (counted.total.survived, counted.total.unobservable) == (1, 1)
+    assert counted.total.score == 0.0, "an argued survivor is not a kill"
+    assert counted.as_json()["survivors"] == [
+        {"id": same.id, "line": same.line, "text": same.text, "unobservable": True}]
+    moved = Equivalent(same.id, same.text + "  # changed", argued.why)
+    stale = score([same], [survived], {}, {same.id: moved})
+    assert (stale.total.unobservable, stale.stale) == (0, [moved])
+
+
+def test_the_black_box_run_meets_only_the_stages_that_judge_from_outside(
+        tmp_path: Path) -> None:
+    from atmostonce.mutation.stages import BLACK_BOX, BY_NAME
+
+    assert BLACK_BOX == ("simulation-20", "simulation-300", "runtime")
+    assert {BY_NAME[name].layer for name in BLACK_BOX} == {"simulation", "runtime"}
+    done = subprocess.run(
+        [sys.executable, "benchmarks/mutation.py", "--black-box", "--module", "attempts.py",
+         "--limit", "6", "--stages", "simulation-20", "--state", str(tmp_path / "s.jsonl"),
+         "--json"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300 * patience(), check=False)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["black_box"] is True
+    assert set(report["killed_by_stage"]) <= {"simulation-20", "import", "crash"}
+    assert report["killed"] > 0
+
+
+def test_the_recorded_black_box_score_is_shown_beside_the_other(tmp_path: Path) -> None:
+    from atmostonce.mutation.measured import measured_lines
+
+    keys = ROOT / "atmostonce" / "executor" / "keys.py"
+    now = hashlib.sha256(keys.read_bytes()).hexdigest()
+    figures = {"mutants": 10, "score": 0.9, "killed": 8, "timeout": 1, "survived": 1,
+               "equivalent": 0, "date": "2026-12-03", "command": "python benchmarks/mutation.py",
+               "per_module": {"atmostonce/executor/keys.py": {"sha256": now, "score": 0.9}}}
+    outside = {**figures, "score": 0.7, "killed": 6, "survived": 3, "unobservable": 2,
+               "command": "python benchmarks/mutation.py --record --black-box",
+               "per_module": {"atmostonce/executor/keys.py": {"sha256": now, "score": 0.7}}}
+    path = tmp_path / "measured.json"
+    path.write_text(json.dumps({**figures, "black_box": outside}))
+    lines = measured_lines(path)
+    assert "score 90.0%" in lines[0]
+    assert "judged from outside" in lines[1]
+    assert "score 70.0%" in lines[1]
+    assert "survived 3 of which 2 argued not observable from outside" in lines[1]
+    assert lines[2] == "  per module: keys.py 70%"
+    path.write_text(json.dumps(figures))
+    assert "no black-box score recorded" in measured_lines(path)[-1]

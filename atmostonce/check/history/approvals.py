@@ -31,10 +31,14 @@ class ApprovalChecks(CheckerState):
         call = Call(e.key, e.tool, e.session_id, pos, e.at, effective)
         call.deadline = choose_deadline(e.approval_deadline, self._policies.deadline(e.tool),
                                         self.config.approval_deadline)
+        if e.taken_by is not None:
+            call.asked_by = max(e.at, e.taken_by)
         self._calls[e.key] = call
 
     def _approval_answered(self, e: h.ApprovalAnswered, pos: int) -> None:
-        """D-7: the first answer (or the deadline) that lands decides; the reply says so."""
+        """D-7: the first answer (or the deadline) that lands decides; the reply says so. The
+        deadline is the call's kept one, by the clock from its ask, whether or not the
+        executor's own timer has fired (a timer started afresh at a restart is late)."""
         c = self._calls.get(e.key)
         if c is None:
             if e.ok:
@@ -42,18 +46,22 @@ class ApprovalChecks(CheckerState):
                           "an answer for a call nobody asked was accepted", pos)
             return
         state = c.approval
-        if (state is WAITING and not e.ok
-                and e.at >= c.asked_at + c.deadline):
-            state = ApprovalState.EXPIRED  # the deadline landed first; its timer was late
+        by_clock = state is WAITING and (e.at > c.asked_by + c.deadline if e.ok
+                                         else e.at >= c.asked_at + c.deadline)
+        if by_clock:
+            state = ApprovalState.EXPIRED  # the deadline landed first, however late its timer
         event = APPROVE if e.approve else REJECT
         new, reply = answer(state, event)
         said = _REPLY_BY_TEXT.get(e.text)
-        verb = "approval" if e.approve else "rejection"
+        verb = "an approval" if e.approve else "a rejection"
         if e.ok != (reply is ACCEPTED) or (said is not None and said is not reply):
+            why = (f" (asked by {c.asked_by:.3f}, its kept deadline of {c.deadline:g} s had "
+                   "passed by the clock, whether or not the executor's timer fired, D-32)"
+                   if by_clock and e.ok else "")
             self._bad(PropertyId.A_APPROVAL, c,
-                      f"a {verb} of a call in state {state.value} got "
-                      f"{'accepted' if e.ok else 'refused'} ({e.text!r}); D-7 says "
-                      f"{reply.value}", c.pos, c.approval_pos, pos)
+                      f"{verb} of a call in state {state.value} got "
+                      f"{'accepted' if e.ok else 'refused'} ({e.text!r}) at {e.at:.3f}; D-7 "
+                      f"says {reply.value}{why}", c.pos, c.approval_pos, pos)
             if (not c.policy.requires_approval and e.ok
                     and self._policy_now(c).requires_approval):
                 self._followed_later(c, lambda p: p.requires_approval,

@@ -122,6 +122,11 @@ class AttemptChecks(CheckerState):
                       "persisted (D-5)", pos)
         if self.config.fence and c.single:
             self._fence(c, e.attempt, pos)
+        if e.number > 1 and (c.single or e.number > self.config.max_attempts):
+            pid = PropertyId.A_ONE_ATTEMPT if c.single else PropertyId.A_EXHAUSTED_RECORD
+            allowed = 1 if c.single else self.config.max_attempts
+            self._bad(pid, c, f"{with_article(c.policy.effect.value)} call's attempt number "
+                      f"{e.number} was handed out, more than its {allowed}", c.pos, pos)
         attempt = c.attempts.get(e.attempt)
         if attempt is not None and attempt.worker is not None:
             earlier = attempt.worker

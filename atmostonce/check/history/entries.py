@@ -89,6 +89,9 @@ class CallAsked(Entry):
     arguments: str
     approval_deadline: float | None = None
     """The call's own approval deadline, when the ask set one (D-32)."""
+    taken_by: float | None = None
+    """The latest moment the engine can have taken the ask (its acknowledgement reached the
+    client), when a harness sees only the client's side of it; None: at `at`."""
 
 
 @dataclass(slots=True, unsafe_hash=True)
@@ -132,6 +135,10 @@ class HandedOut(Entry):
     persisted_first: bool
     call: str
     sent: bool = True
+    number: int = 0
+    """The attempt's number as the engine's own history gives it (Temporal's
+    ActivityTaskStarted.attempt), 0 when it gives none: a call whose attempt N was handed out
+    made at least N attempts, even when the earlier ones left no trace."""
 
 
 @dataclass(slots=True, unsafe_hash=True)

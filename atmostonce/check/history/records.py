@@ -3,7 +3,8 @@
 the call (its hand-outs, its runs in the ledger, its approval, how its attempt ended), and the
 reconcile job's reports naming it. Properties: A-ONE-RECORD, A-SAME-KEY (the snapshot's key),
 A-DID-NOT-RUN-TRUE, A-SUCCEEDED-RETURNED, A-UNKNOWN-REACHED, A-EXHAUSTED-RECORD, A-APPROVAL and
-A-POLICY-SNAPSHOT (a rejected record), A-RECORD-MEANING (a failed record), A-DOUBLE-RUN-SHAPE
+A-POLICY-SNAPSHOT (a rejected record), A-RECORD-MEANING (a failed record, and every record's
+error in every sighting: the snapshot, the event, after a restart), A-DOUBLE-RUN-SHAPE
 (runs left going at the record), A-TOOL-RESULT (the tool results a snapshot's history holds)
 and E-RECONCILE-ONCE (a second report)."""
 
@@ -33,7 +34,17 @@ from atmostonce.spec.approval import ApprovalState
 from atmostonce.spec.policy import EffectivePolicy
 from atmostonce.spec.properties import PropertyId
 from atmostonce.spec.reconcile import reported_keys
-from atmostonce.spec.records import DID_NOT_RUN_PREFIX, FailureKind, Outcome, Record, failure_text
+from atmostonce.spec.records import (
+    DID_NOT_RUN_PREFIX,
+    AttemptEnd,
+    FailureKind,
+    Outcome,
+    Record,
+    RejectReason,
+    failure_text,
+    reject_text,
+    unknown_detail,
+)
 from atmostonce.spec.session import Message, MessageRole, ToolCallStatus, tool_result_text
 
 
@@ -81,6 +92,7 @@ class RecordChecks(CheckerState):
         c.snap_pos = pos
         if c.record is None:
             self._recorded(c, status, e.error, pos, e.at)
+        self._judge_error(c, status, e.error, "the snapshot", pos)
         if e.unreached:
             self._history_unreached(c, pos)
 
@@ -148,6 +160,8 @@ class RecordChecks(CheckerState):
             self._bad(PropertyId.A_ONE_RECORD, c, f"a tool_call_finished event with status "
                       f"{status.value}, which is no record", pos)
             return
+        if c.record is not None and status is c.record:
+            self._judge_error(c, status, e.error, "the event", pos)
         if c.published is not None:
             if status is not c.published:
                 self._bad(PropertyId.A_ONE_RECORD, c,
@@ -169,6 +183,7 @@ class RecordChecks(CheckerState):
             return
         if c.record is None:
             self._recorded(c, status, e.error, pos, e.at)
+            self._judge_error(c, status, e.error, "the event", pos)
 
     def _recorded(self, c: Call, status: ToolCallStatus, error: str, pos: int,
                   at: float) -> None:
@@ -198,6 +213,43 @@ class RecordChecks(CheckerState):
             self._judge_failed_meaning(c, error, pos)
         if c.single and c.runs:
             self._judge_orphans(c, status, pos)
+
+    def _judge_error(self, c: Call, status: ToolCallStatus, error: str, where: str,
+                     pos: int) -> None:
+        """A-RECORD-MEANING for the error field, in each place the record is seen, judged by
+        what happened to the call, never by the executor's other copies of it: a failed call
+        no attempt of which reached a worker opens with the did-not-run wording
+        (TC-REC-NOTRUN); an outcome_unknown one carries its failure (TC-RCN-FIND); a rejected
+        one says whether a person or the deadline rejected it (TC-REC-REJ), and a failure it
+        names is the one the history shows; a cancelled
+        single attempt recorded failed, by D-4's other choice, says the tool may still be
+        running (F-7)."""
+        wrong = ""
+        if status is FAILED:
+            reached = bool(c.handed or c.runs)
+            current = c.current
+            if not reached and c.result_ok is None and not error.startswith(DID_NOT_RUN_PREFIX):
+                wrong = ("no attempt reached a worker, yet it does not open with the page's "
+                         f"{DID_NOT_RUN_PREFIX!r}")
+            elif (c.single and current is not None and current.cause == GAVE_UP
+                  and c.result_ok is None and self.config.cancel_records_failed
+                  and not error.startswith(_MAY_STILL_BE_RUNNING)):
+                wrong = ("its attempt was cancelled after it reached a worker, yet it does not "
+                         "say the tool may still be running (F-7)")
+        elif status is OUTCOME_UNKNOWN and not error.strip():
+            wrong = "it is empty, though the page puts the failure in the error"
+        elif status is OUTCOME_UNKNOWN:
+            wrong = _wrong_failure(c, error)
+        elif status is REJECTED:
+            person = c.approval is ApprovalState.REJECTED
+            expected = reject_text(RejectReason.PERSON if person else RejectReason.DEADLINE)
+            if error != expected:
+                wrong = (f"{'a person rejected it' if person else 'its deadline passed'}, so "
+                         f"the page's reason reads {expected!r}")
+        if wrong:
+            self._bad(PropertyId.A_RECORD_MEANING, c,
+                      f"{where} shows it {status.value} with the error {error!r}: {wrong}",
+                      c.pos, pos)
 
     def _judge_rejected(self, c: Call, pos: int, at: float) -> None:
         expired = at >= c.asked_at + c.deadline  # by the clock, whenever its timer is seen
@@ -301,6 +353,29 @@ class RecordChecks(CheckerState):
 
 
 TOOL_ERROR_TEXT = failure_text(FailureKind.TOOL_ERROR)
+_MAY_STILL_BE_RUNNING = failure_text(FailureKind.MAY_STILL_BE_RUNNING)
+_ENDED = {end: unknown_detail(end) for end in AttemptEnd if unknown_detail(end)}
+_ENDED_TEXT = {AttemptEnd.WORKER_LOST: "was lost with its worker",
+               AttemptEnd.CANCELLED: "was cancelled or timed out"}
+
+
+def _wrong_failure(c: Call, error: str) -> str:
+    """How an outcome_unknown error says the call's last attempt ended, when it says so,
+    against how the history shows it ended (TC-RCN-FIND: the failure in the error)."""
+    told = [end for end, text in _ENDED.items() if text in error]
+    current = c.current
+    if not told or AttemptEnd.NOT_REACHED in told or current is None:
+        return ""  # the checker's last attempt is the last one handed out, not the last queued
+    if current.cause == GAVE_UP:
+        shown = AttemptEnd.CANCELLED
+    elif current.cause in (LOST, RESTART):
+        shown = AttemptEnd.WORKER_LOST
+    else:
+        return ""
+    if shown in told:
+        return ""
+    return (f"it says the last attempt {_ENDED_TEXT[told[0]]}, but the history shows it "
+            f"{_ENDED_TEXT[shown]}")
 
 _CAUSE_TEXT = {
     GAVE_UP: "was cancelled or timed out",

@@ -61,11 +61,11 @@ class Attempt:
 
 class Call:
     __slots__ = (
-        "approval", "approval_pos", "asked_at", "attempts", "current", "deadline", "first_hand",
-        "handed", "key", "lost_before", "policy", "pos", "published", "published_epoch",
-        "published_pos", "record", "record_at", "record_error", "record_pos", "reports",
-        "result_ok", "result_pos", "returned", "runs", "session", "single", "snap", "snap_pos",
-        "tool", "tool_result", "tool_result_pos", "unreached_pos",
+        "approval", "approval_pos", "asked_at", "asked_by", "attempts", "current", "deadline",
+        "first_hand", "handed", "key", "lost_before", "policy", "pos", "published",
+        "published_epoch", "published_pos", "record", "record_at", "record_error", "record_pos",
+        "reports", "result_ok", "result_pos", "returned", "runs", "session", "single", "snap",
+        "snap_pos", "tool", "tool_result", "tool_result_pos", "unreached_pos",
     )
 
     def __init__(self, key: str, tool: str, session: str, pos: int, at: float,
@@ -75,6 +75,9 @@ class Call:
         self.session = session
         self.pos = pos
         self.asked_at = at
+        self.asked_by = at
+        """The latest moment the engine can have taken the ask: its approval deadline has
+        surely passed by the clock `deadline` seconds later (D-32, across restarts)."""
         self.policy = policy
         self.single = not policy.retries_allowed
         self.approval = initial_approval(policy.requires_approval)

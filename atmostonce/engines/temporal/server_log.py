@@ -82,11 +82,12 @@ class _Found:
     def add(self, entry: h.Entry) -> None:
         self.entries.append((entry.at, len(self.entries), entry))
 
-    def hand_out(self, at: float, worker: str, attempt: str, key: str, tool: str) -> bool:
+    def hand_out(self, at: float, worker: str, attempt: str, key: str, tool: str,
+                 number: int = 0) -> bool:
         if (attempt, worker) in self.handed:
             return False
         self.handed.add((attempt, worker))
-        self.add(h.HandedOut(at, worker, attempt, key, tool, True, key, True))
+        self.add(h.HandedOut(at, worker, attempt, key, tool, True, key, True, number))
         return True
 
 
@@ -140,7 +141,7 @@ def _history(fetched: Fetched, offset: float, found: _Found, log: ServerLog) -> 
             key, tool = scheduled.get(s.scheduled_event_id, ("", ""))
             attempt = f"{key}#{s.attempt}"
             started[event.event_id] = (s.identity, attempt)
-            if found.hand_out(at, s.identity, attempt, key, tool):
+            if found.hand_out(at, s.identity, attempt, key, tool, s.attempt):
                 found.from_history += 1
         elif kind == "activity_task_completed_event_attributes":
             c = event.activity_task_completed_event_attributes
@@ -194,7 +195,7 @@ def _history(fetched: Fetched, offset: float, found: _Found, log: ServerLog) -> 
             at = _monotonic(pending.last_started_time, offset)
             attempt = f"{pending.activity_id}#{pending.attempt}"
             if found.hand_out(at, pending.last_worker_identity, attempt, pending.activity_id,
-                              ""):
+                              "", pending.attempt):
                 found.from_history += 1
 
 

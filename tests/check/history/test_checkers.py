@@ -10,9 +10,10 @@ import pytest
 from atmostonce.check.history import entries as h
 from atmostonce.check.history.checkers import History
 from atmostonce.spec.approval import REPLY_TEXT, ApprovalReply
-from atmostonce.spec.policy import ToolHints, ToolPolicy
+from atmostonce.spec.policy import EffectClass, ToolHints, ToolPolicy
 from atmostonce.spec.properties import Kind, PropertyId, of_kind
-from atmostonce.spec.protocol import ExecutorConfig
+from atmostonce.spec.protocol import ExecutorConfig, TimerKind
+from atmostonce.spec.records import AttemptEnd, RejectReason, reject_text, unknown_detail
 from tests.check.history.story import (
     DID_NOT_RUN,
     IDEM,
@@ -153,6 +154,27 @@ def test_a_exhausted_record_catches_an_attempt_beyond_max_attempts() -> None:
     s.hand(key, "a3", "w3", "search")
     found = [v for v in s.check() if v.property == PropertyId.A_EXHAUSTED_RECORD]
     assert [v.message for v in found] == ["a read call got 3 attempts, more than its 2"]
+
+
+@pytest.mark.clause("TC-REC-RETRY", "D-9", "TC-EFF-NONIDEM")
+@pytest.mark.parametrize(("effect", "number", "caught"), [
+    (READ, 2, None), (READ, 3, PropertyId.A_EXHAUSTED_RECORD),
+    (NONIDEM, 2, PropertyId.A_ONE_ATTEMPT)])
+def test_an_attempt_number_the_engine_gives_bounds_the_attempts_made(
+        effect: EffectClass, number: int, caught: str | None) -> None:
+    """Temporal's history keeps only the last attempt's start, with its number: attempt 3
+    handed out proves three attempts though the first two left no trace."""
+    s = Story(ExecutorConfig(max_attempts=2))
+    s.policy("tool", effect, False)
+    s.session()
+    key = s.ask("tool", "c1")
+    s.add(h.HandedOut(s.now(), "w1", f"{key}#{number}", key, "tool", True, key, True, number))
+    found = [v.message for v in s.check() if v.property == caught]
+    limit = 1 if effect is NONIDEM else 2
+    assert found == ([] if caught is None else [
+        f"{'a read' if effect is READ else 'a non_idempotent_write'} call's attempt number "
+        f"{number} was handed out, more than its {limit}"])
+    assert (caught is None) == (s.properties() <= {PropertyId.E_EVERY_CALL_RECORDED})
 
 
 def test_a_second_attempt_names_the_first_attempt_its_run_and_its_loss() -> None:
@@ -424,6 +446,110 @@ def test_under_the_failed_choice_a_cancelled_single_attempt_recorded_unknown_is_
     s = _cancelled_single_attempt(ExecutorConfig(max_attempts=1, cancel_records_failed=True),
                                   S.OUTCOME_UNKNOWN, UNKNOWN)
     assert PropertyId.A_EXHAUSTED_RECORD in s.properties()
+
+
+@pytest.mark.clause("F-7", "D-4")
+def test_under_the_failed_choice_a_cancelled_single_attempt_must_say_it_may_still_run() -> None:
+    s = _cancelled_single_attempt(ExecutorConfig(max_attempts=1, cancel_records_failed=True),
+                                  S.FAILED, MAY_HAVE_RUN)
+    assert any("may still be running" in v.message for v in s.check()
+               if v.property == PropertyId.A_RECORD_MEANING)
+
+
+def _never_reached(error: str) -> Story:
+    """A call whose only attempt timed out in the queue, recorded failed with `error` in its
+    event, its snapshot and its tool result alike: no copy disagrees with another."""
+    s = Story(ExecutorConfig(max_attempts=1))
+    s.policy("send", NONIDEM, False)
+    s.session()
+    key = s.ask("send", "c1")
+    s.queued(key, "a1")
+    s.add(h.TimerFired(s.now(), TimerKind.QUEUE_TIMEOUT, "a1", key))
+    s.publish(key, S.FAILED, error)
+    s.snapshot(key, S.FAILED, error, results=(f"failed: {error}",))
+    return s
+
+
+@pytest.mark.clause("TC-REC-NOTRUN", "TC-REC-FAIL")
+def test_a_record_meaning_judges_the_did_not_run_error_against_the_page_not_its_copies() -> None:
+    assert _never_reached(DID_NOT_RUN).properties() == set()
+    found = [v for v in _never_reached("no attempt reached a worker").check()
+             if v.property == PropertyId.A_RECORD_MEANING]
+    assert [v.message.split(" with ")[0] for v in found] == [
+        "the event shows it failed", "the snapshot shows it failed"]
+    assert "does not open with the page's 'the tool did not run" in found[0].message
+
+
+@pytest.mark.clause("TC-RCN-FIND")
+def test_a_record_meaning_catches_an_outcome_unknown_record_without_its_failure() -> None:
+    def unknown(error: str) -> set[str]:
+        s = Story()
+        s.policy("send", NONIDEM, False)
+        s.session()
+        key = s.ask("send", "c1")
+        s.hand(key, "a1", "w1", "send")
+        s.lost("w1")
+        s.publish(key, S.OUTCOME_UNKNOWN, error)
+        s.report(key)
+        return s.properties()
+
+    assert unknown(UNKNOWN) == set()
+    assert unknown("") == {PropertyId.A_RECORD_MEANING}
+    assert unknown(f"{UNKNOWN}: {unknown_detail(AttemptEnd.WORKER_LOST)}") == set()
+    assert unknown(f"{UNKNOWN}: {unknown_detail(AttemptEnd.CANCELLED)}") == {
+        PropertyId.A_RECORD_MEANING}, "the failure it names is not the one that happened"
+
+
+@pytest.mark.clause("TC-REC-REJ")
+@pytest.mark.parametrize("person", [True, False])
+def test_a_record_meaning_catches_a_rejection_that_gives_the_other_reason(person: bool) -> None:
+    def rejected(error: str) -> set[str]:
+        s = Story(ExecutorConfig(approval_deadline=5.0))
+        s.policy("refund", IDEM, True)
+        s.session()
+        key = s.ask("refund", "c1")
+        s.waits(key)
+        if person:
+            s.answer(key, False, True, ACCEPTED)
+        else:
+            s.t += 5.0
+            s.deadline(key)
+        s.publish(key, S.REJECTED, error)
+        return s.properties()
+
+    right, wrong = RejectReason.PERSON, RejectReason.DEADLINE
+    if not person:
+        right, wrong = wrong, right
+    assert rejected(reject_text(right)) == set()
+    assert rejected(reject_text(wrong)) == {PropertyId.A_RECORD_MEANING}
+
+
+@pytest.mark.clause("D-32", "D-7")
+@pytest.mark.parametrize("taken_late", [True, False])
+def test_an_approval_accepted_after_the_kept_deadline_is_caught_by_the_clock(
+        taken_late: bool) -> None:
+    """Across a restart the executor's own timer may fire late (a mutant restarts the whole
+    deadline): by the clock the call's kept deadline has passed, whatever the timer did. A
+    harness that sees the ask only from the client's side gives the latest moment the engine
+    can have taken it, and the clock runs from there."""
+    s = Story(ExecutorConfig(approval_deadline=5.0))
+    s.policy("refund", IDEM, True)
+    s.session()
+    asked = s.now()
+    key = "s/t1/c1"
+    s.add(h.CallAsked(asked, key, "s", "t1", "c1", "refund", "{}",
+                      taken_by=asked + 3.0 if taken_late else None))
+    s.waits(key)
+    s.restart()
+    s.waits(key)
+    s.t = asked + 7.0
+    s.answer(key, True, True, ACCEPTED)
+    found = [v for v in s.check() if v.property == PropertyId.A_APPROVAL]
+    if taken_late:
+        assert found == []
+    else:
+        assert found
+        assert "had passed by the clock" in found[0].message
 
 
 @pytest.mark.clause("TC-POL-2", "TC-REC-RETRY", "TC-EFF-READ", "TC-EFF-IDEM", "D-3")
