@@ -11,7 +11,6 @@ import pytest
 from atmostonce.executor.mutants import EXECUTOR_MUTANTS, ExecutorMutant
 from tests.load import patience
 
-
 SEEN_FROM_OUTSIDE = {
     "heartbeat_not_heard": "the lockstep fires a worker's heartbeat timeout when the model "
     "detects its loss and never when a heartbeat came in time, so a heartbeat that renews "
