@@ -42,6 +42,25 @@ ALTERNATIVES: dict[str, tuple[Statement, ...]] = {
 }
 """Other statements of each tool's policy a change may pick (D-1, D-11, TC-APR-3, TC-APR-4)."""
 
+BOTH = {
+    "lookup_order": (ToolPolicy(_E.READ), ToolHints(read_only=False, destructive=True)),
+    "refund": (ToolPolicy(_E.IDEMPOTENT_WRITE, requires_approval=True),
+               ToolHints(read_only=True)),
+    "cancel_order": (ToolPolicy(_E.NON_IDEMPOTENT_WRITE), ToolHints(idempotent=True)),
+    "notify_customer": (ToolPolicy(_E.UNCLASSIFIED), ToolHints(read_only=True)),
+}
+"""Each tool's statement with both a policy and framework hints that disagree with it: the
+policy wins (D-1)."""
+BOTH_AT_START = 0.35
+"""How likely a tool starts with both a policy and hints."""
+UNREGISTERED = 0.3
+"""How likely a run leaves one tool unregistered throughout: no policy or hints are ever set
+for it, so its calls get the session default or unclassified (TC-APR-5)."""
+FLOOR = 0.4
+"""How likely a session with a default effect keeps it as a floor hints cannot lower (D-22)."""
+OWN_DEADLINE = 0.3
+"""How likely a call's ask sets its own approval deadline (D-32)."""
+
 REASK = 0.7
 """How likely the model asks a tool again after a failed or unknown record (TC-REC-2)."""
 MAX_DEPTH = 2
@@ -49,17 +68,39 @@ FAIL = 0.08
 """How likely a run reports a failure of its own (D-3)."""
 
 
-def policy_change(rng: random.Random) -> tuple[str, Statement]:
-    """A tool and the statement it gets next: another one, or its first one back."""
-    tool = rng.choice(TOOL_NAMES)
-    if rng.random() < 0.5:
+def registrations(rng: random.Random) -> dict[str, Statement]:
+    """What each registered tool starts with; a tool left out is never registered."""
+    start = {name: BOTH[name] if rng.random() < BOTH_AT_START else statement
+             for name, statement in INITIAL.items()}
+    if rng.random() < UNREGISTERED:
+        del start[rng.choice(TOOL_NAMES)]
+    return start
+
+
+def policy_change(rng: random.Random, tools: list[str]) -> tuple[str, Statement]:
+    """One of `tools` and the statement it gets next: another one, or its first one back."""
+    tool = rng.choice(tools)
+    r = rng.random()
+    if r < 0.4:
         return tool, INITIAL[tool]
+    if r < 0.6:
+        return tool, BOTH[tool]
     return tool, rng.choice(ALTERNATIVES[tool])
 
 
-def session_default(rng: random.Random) -> EffectClass | None:
-    """A session's default effect: unset mostly (D-1)."""
-    return rng.choice(list(EffectClass)) if rng.random() < 0.3 else None
+def session_default(rng: random.Random) -> tuple[EffectClass | None, bool]:
+    """A session's default effect, unset mostly (D-1), and whether hints may lower it (D-22)."""
+    if rng.random() >= 0.3:
+        return None, True
+    return rng.choice(list(EffectClass)), rng.random() >= FLOOR
+
+
+def own_deadline(rng: random.Random, config: ExecutorConfig) -> float | None:
+    """The approval deadline a call's ask sets, if it sets one (D-32): shorter or longer than
+    the engine's."""
+    if rng.random() >= OWN_DEADLINE:
+        return None
+    return round(config.approval_deadline * rng.uniform(0.4, 1.6), 3)
 
 
 def turn_tools(rng: random.Random) -> list[str]:
