@@ -84,8 +84,9 @@ class ChaosAgents:
         self.runners: list[asyncio.Task[None]] = []
         self.helpers: set[asyncio.Task[Any]] = set()
         self.people = People(api, obs, config, self.abandon)
-        self.registered = wl.registrations(self._random("registrations"))
-        """The tools registered at the start; the others are never registered."""
+        self.registered, self.late = wl.registrations(self._random("registrations"))
+        """The tools registered at the start, and the one registered late, if any; the
+        others are never registered."""
         self.own_deadlines = _takes(api.ask, "approval_deadline")
         self.floors = _takes(api.open_session, "hints_may_lower")
         """Whether the engine's client lets an ask set its own approval deadline (D-32) and a
@@ -195,7 +196,12 @@ class ChaosAgents:
         rng = self._random("policies")
         tools = list(self.registered)
         while await self._sleep(rng.uniform(2.0, 8.0)):
-            tool, (policy, hints) = wl.policy_change(rng, tools)
+            if self.late is not None:
+                tool, (policy, hints) = self.late, wl.INITIAL[self.late]
+                tools.append(self.late)
+                self.late = None
+            else:
+                tool, (policy, hints) = wl.policy_change(rng, tools)
             await self._set_policy(tool, policy, hints)
 
     # -- the model -----------------------------------------------------------------------------

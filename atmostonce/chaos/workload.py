@@ -53,9 +53,10 @@ BOTH = {
 policy wins (D-1)."""
 BOTH_AT_START = 0.35
 """How likely a tool starts with both a policy and hints."""
-UNREGISTERED = 0.3
-"""How likely a run leaves one tool unregistered throughout: no policy or hints are ever set
-for it, so its calls get the session default or unclassified (TC-APR-5)."""
+REGISTERED_LATE = 0.5
+"""How likely the tool a run leaves unregistered at the start is registered at the tool
+owner's first change; otherwise no policy or hints are ever set for it. Until then its calls
+get the session default or unclassified (TC-APR-5)."""
 FLOOR = 0.4
 """How likely a session with a default effect keeps it as a floor hints cannot lower (D-22)."""
 OWN_DEADLINE = 0.3
@@ -68,13 +69,14 @@ FAIL = 0.08
 """How likely a run reports a failure of its own (D-3)."""
 
 
-def registrations(rng: random.Random) -> dict[str, Statement]:
-    """What each registered tool starts with; a tool left out is never registered."""
+def registrations(rng: random.Random) -> tuple[dict[str, Statement], str | None]:
+    """What each tool registered at the start has, one tool being left out; and that tool
+    again if it is registered late (at the tool owner's first change), else None."""
     start = {name: BOTH[name] if rng.random() < BOTH_AT_START else statement
              for name, statement in INITIAL.items()}
-    if rng.random() < UNREGISTERED:
-        del start[rng.choice(TOOL_NAMES)]
-    return start
+    left_out = rng.choice(TOOL_NAMES)
+    del start[left_out]
+    return start, left_out if rng.random() < REGISTERED_LATE else None
 
 
 def policy_change(rng: random.Random, tools: list[str]) -> tuple[str, Statement]:
@@ -111,11 +113,12 @@ def turn_tools(rng: random.Random) -> list[str]:
 
 def arguments(rng: random.Random, number: int, config: ExecutorConfig) -> dict[str, Any]:
     """One call's arguments: mostly short runs; some long enough to meet a fault; a few longer
-    than the run timeout, so the attempt is cancelled while the tool goes on (TC-AMO-3)."""
+    than the run timeout, so the attempt is cancelled while the tool goes on (TC-AMO-3) and a
+    read or idempotent write is tried max_attempts times."""
     r = rng.random()
-    if r < 0.78:
+    if r < 0.76:
         duration = rng.uniform(0.02, 0.3)
-    elif r < 0.95:
+    elif r < 0.92:
         duration = rng.uniform(0.5, 2.0)
     else:
         duration = rng.uniform(config.run_timeout + 0.2, config.run_timeout + 0.8)

@@ -199,6 +199,11 @@ class _OneAttemptTooMany(ReferenceExecutor):
         return kept + 1 if kept > 1 else kept
 
 
+class _AskDeadlineIgnored(ReferenceExecutor):
+    def ask_deadline(self, tool: str, asked: float | None) -> float:
+        return super().ask_deadline(tool, None)
+
+
 def retry_non_idempotent(config: ExecutorConfig) -> Executor:
     """A single-attempt call whose worker was lost gets a second attempt (TC-EFF-NONIDEM)."""
     return _RetryNonIdempotent(config)
@@ -304,6 +309,12 @@ def one_attempt_too_many(config: ExecutorConfig) -> Executor:
     return _OneAttemptTooMany(config)
 
 
+def ask_deadline_ignored(config: ExecutorConfig) -> Executor:
+    """A call whose ask sets its own approval deadline keeps its tool policy's or the
+    executor's instead (D-32)."""
+    return _AskDeadlineIgnored(config)
+
+
 _MUTANTS: tuple[ExecutorMutant, ...] = (
     ExecutorMutant("retry_non_idempotent", retry_non_idempotent, "TC-EFF-NONIDEM",
                    "a single-attempt call whose worker was lost gets a second attempt",
@@ -360,6 +371,9 @@ _MUTANTS: tuple[ExecutorMutant, ...] = (
     ExecutorMutant("one_attempt_too_many", one_attempt_too_many, "TC-REC-RETRY",
                    "a read or an idempotent write gets one attempt more than max_attempts",
                    PropertyId.A_EXHAUSTED_RECORD),
+    ExecutorMutant("ask_deadline_ignored", ask_deadline_ignored, "D-32",
+                   "a call keeps its tool's or the executor's approval deadline, not the one "
+                   "its ask set", PropertyId.A_APPROVAL),
 )
 
 EXECUTOR_MUTANTS: dict[str, ExecutorMutant] = {m.name: m for m in _MUTANTS}
