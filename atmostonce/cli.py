@@ -94,6 +94,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
         print(f"atmostonce verify: {subject} against the Tool Calls specification")
         for r in results:
             print(f"  [{'ok' if r.ok else 'FAIL':>4}] {r.layer:<6} {r.name}: {r.summary}")
+            if r.coverage:
+                print(f"         {r.coverage}")
             for line in r.details:
                 print(f"         - {line}")
         for layer, why in unjudged.items():

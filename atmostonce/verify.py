@@ -37,6 +37,8 @@ class CheckResult:
     data: dict[str, object] = field(default_factory=dict)
     section: Section | None = None
     """With a report asked for: the layer's part of the HTML page (figures, counts, charts)."""
+    coverage: str = ""
+    """The input shapes the layer's runs reached (`atmostonce.sim.shapes`), if it runs any."""
 
     def check(self) -> ReportCheck:
         return ReportCheck(self.name, self.ok, self.summary, tuple(self.details))
@@ -226,6 +228,7 @@ def check_simulation(path: str, factory: ExecutorFactory, report: bool = False,
                      meter: Meter = QUIET) -> CheckResult:
     """A seeded fault-simulation campaign: every history is checked against every property."""
     from atmostonce.sim.campaign import campaign, shown_on
+    from atmostonce.sim.shapes import shapes_json, shapes_line
 
     meter.update(0, total=SIMULATION_SEEDS)
     result = campaign(range(SIMULATION_SEEDS), "chaos", factory, path, shown_on(meter),
@@ -251,7 +254,9 @@ def check_simulation(path: str, factory: ExecutorFactory, report: bool = False,
         f"{result.wall_seconds:.1f} s; {len(result.failures)} failing seeds",
         details,
         {"seeds": len(result.seeds), "calls": totals.calls, "failing_seeds":
-         [f.run.seed for f in result.failures], "seconds": result.wall_seconds},
+         [f.run.seed for f in result.failures], "seconds": result.wall_seconds,
+         "shapes": shapes_json(totals.shapes)},
+        coverage=shapes_line(totals.shapes),
     )
     if report:
         from atmostonce.sim.report_page import simulation_section
@@ -293,6 +298,7 @@ def check_engine(engine: str, report: bool = False, meter: Meter = QUIET) -> Che
 def _chaos(name: str, subject: str, options: ChaosOptionsT, report: bool = False,
            meter: Meter = QUIET) -> CheckResult:
     from atmostonce.chaos.run import run_chaos
+    from atmostonce.sim.shapes import shapes_json, shapes_line
 
     result = run_chaos(options, meter=meter)
     details = result.failure_lines()
@@ -321,7 +327,9 @@ def _chaos(name: str, subject: str, options: ChaosOptionsT, report: bool = False
          "double_runs": len(result.double_runs), "seconds": result.seconds,
          "executor_failures": [f.as_json() for f in result.executor_failures],
          "not_checkable": dict(sorted(result.not_checkable.items())),
-         "kept": None if result.kept is None else str(result.kept)},
+         "kept": None if result.kept is None else str(result.kept),
+         "shapes": shapes_json(result.stats.shapes)},
+        coverage=shapes_line(result.stats.shapes),
     )
     if report:
         from atmostonce.chaos.report_page import chaos_section

@@ -388,7 +388,10 @@ class World:
         if self.asks:
             for t in range(len(self.rules.config.tools)):
                 yield "ask", (t,)
-        if self.restarts and self.faults and any(c.attempt.state in OUT for c in self.calls):
+        waiting = self.rules.config.restart_while_waiting
+        if self.restarts and self.faults and any(
+                c.attempt.state in OUT or (waiting and c.step.state == "awaiting_approval")
+                for c in self.calls):
             yield "restart", ()
         if self.policy_changes:
             for t in range(len(self.rules.config.tools)):

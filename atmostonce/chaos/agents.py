@@ -15,12 +15,13 @@ must send nothing new (TC-RCN-ONCE).
 from __future__ import annotations
 
 import asyncio
+import inspect
 import itertools
 import json
 import random
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from atmostonce.chaos import workload as wl
 from atmostonce.chaos.observations import AskSeen, EventSeen, Observations, SnapshotSeen, now
@@ -31,7 +32,7 @@ from atmostonce.check.history.policies import PolicyBook
 from atmostonce.engines.adapter import UNAVAILABLE, SessionAPI
 from atmostonce.runtime.reconcile import OutcomeCheck
 from atmostonce.spec.keys import build_key
-from atmostonce.spec.policy import ToolHints, ToolPolicy
+from atmostonce.spec.policy import ToolHints, ToolPolicy, choose_deadline
 from atmostonce.spec.protocol import ExecutorConfig
 from atmostonce.spec.session import AgentSnapshot, ToolCallStatus
 
@@ -83,6 +84,16 @@ class ChaosAgents:
         self.runners: list[asyncio.Task[None]] = []
         self.helpers: set[asyncio.Task[Any]] = set()
         self.people = People(api, obs, config, self.abandon)
+        self.registered, self.late = wl.registrations(self._random("registrations"))
+        """The tools registered at the start, and the one registered late, if any; the
+        others are never registered."""
+        self.own_deadlines = _takes(api.ask, "approval_deadline")
+        self.floors = _takes(api.open_session, "hints_may_lower")
+        """Whether the engine's client lets an ask set its own approval deadline (D-32) and a
+        session keep its default as a floor (D-22); an engine without them never meets
+        those shapes, and the coverage line says so."""
+        self.awaiting: set[str] = set()
+        """Calls that wait for approval and nobody answered yet, as the people see them."""
         self.reconciling = ReconcileJob(support, obs, check, seed, self.stopping, self._spawn)
 
     def _random(self, purpose: str) -> random.Random:
@@ -92,7 +103,7 @@ class ChaosAgents:
 
     async def run(self) -> None:
         """Register the tools, then run sessions until `stop()`."""
-        for tool, (policy, hints) in wl.INITIAL.items():
+        for tool, (policy, hints) in self.registered.items():
             await self._set_policy(tool, policy, hints)
         self.runners = [asyncio.create_task(self._sessions()) for _ in range(self.concurrency)]
         self._spawn(self._change_policies())
@@ -183,8 +194,14 @@ class ChaosAgents:
 
     async def _change_policies(self) -> None:
         rng = self._random("policies")
+        tools = list(self.registered)
         while await self._sleep(rng.uniform(2.0, 8.0)):
-            tool, (policy, hints) = wl.policy_change(rng)
+            if self.late is not None:
+                tool, (policy, hints) = self.late, wl.INITIAL[self.late]
+                tools.append(self.late)
+                self.late = None
+            else:
+                tool, (policy, hints) = wl.policy_change(rng, tools)
             await self._set_policy(tool, policy, hints)
 
     # -- the model -----------------------------------------------------------------------------
@@ -197,12 +214,15 @@ class ChaosAgents:
         number = next(self.session_numbers)
         session_id = f"s{number}"
         rng = self._random(f"session:{number}")
-        default = wl.session_default(rng)
+        default, lowers = wl.session_default(rng)
+        lowers = lowers or not self.floors
+        extra: dict[str, Any] = {} if lowers else {"hints_may_lower": False}
         async with self.lock:
-            self.obs.entries.append(h.SessionOpened(now(), session_id, default))
-            self.policies.set_default(session_id, default)
-            await self._retry("open_session", lambda: self.api.open_session(session_id,
-                                                                              default))
+            self.obs.entries.append(h.SessionOpened(now(), session_id, default,
+                                                    None if lowers else False))
+            self.policies.set_default(session_id, default, lowers)
+            await self._retry("open_session", lambda: cast(Any, self.api).open_session(
+                session_id, default, **extra))
         session = Session(session_id, rng)
         self.sessions[session_id] = session
         listener = asyncio.create_task(self._listen(session))
@@ -237,18 +257,23 @@ class ChaosAgents:
         session_id = session.session_id
         key = build_key(session_id, turn_id, call_id)
         arguments = json.dumps(wl.arguments(session.rng, number, self.config), sort_keys=True)
+        own = wl.own_deadline(session.rng, self.config) if self.own_deadlines else None
+        extra: dict[str, Any] = {} if own is None else {"approval_deadline": own}
         call = Call(key, session_id, tool, depth)
         self.calls[key] = call
         async with self.lock:
             effective = self.policies.now(tool, session_id)
+            deadline = choose_deadline(own, self.policies.deadline(tool),
+                                       self.config.approval_deadline)
             self.obs.entries.append(h.CallAsked(now(), key, session_id, turn_id, call_id, tool,
-                                                arguments))
-            await self._retry("ask", lambda: self.api.ask(session_id, turn_id, call_id, tool,
-                                                          arguments))
+                                                arguments, own))
+            await self._retry("ask", lambda: cast(Any, self.api).ask(
+                session_id, turn_id, call_id, tool, arguments, **extra))
             self.obs.acked.append(AskSeen(key, session_id, now()))
         rng = self._random(f"person:{key}")
         if effective.requires_approval:
-            self._spawn(self.people.person(call.key, rng))
+            self.awaiting.add(key)
+            self._spawn(self.people.person(call.key, rng, deadline, self.awaiting))
         elif rng.random() < 0.03:
             self._spawn(self.people.answer_later(call.key, True, rng.uniform(0.05, 1.0)))
         return call
@@ -270,6 +295,7 @@ class ChaosAgents:
         if call is None or call.status is not None:
             return
         call.status = status
+        self.awaiting.discard(key)
         call.done.set()
         if status is ToolCallStatus.OUTCOME_UNKNOWN:
             self.reconciling.soon(call.session_id)
@@ -320,3 +346,11 @@ class ChaosAgents:
             open_sessions = [s for s in self.sessions.values() if s.open]
             if open_sessions:
                 await self._snapshot(rng.choice(open_sessions).session_id)
+
+
+def _takes(method: Callable[..., object], name: str) -> bool:
+    """Whether `method` takes a keyword argument called `name`."""
+    try:
+        return name in inspect.signature(method).parameters
+    except (TypeError, ValueError):
+        return False

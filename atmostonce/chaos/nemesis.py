@@ -9,7 +9,8 @@ Four kinds, each at its own mean rate, at moments and on targets drawn from the 
 - `partition`: a worker's connection to the server is cut through its proxy: held (nothing
   passes, nothing is lost) or dropped (reset, new connections refused), as `cuts` allows,
   then healed (D-12).
-- `restart`: the server gets SIGKILL and is started again from its journal (D-8).
+- `restart`: the server gets SIGKILL and is started again from its journal (D-8); some
+  restarts wait until a call waits for approval.
 
 Pauses and cuts last less than the lease, between the lease and the heartbeat timeout, or
 longer, so every side of D-12 is met. Targets are preferably workers running a tool right now
@@ -51,6 +52,10 @@ MEAN_GAP: dict[NemesisKind, float] = {
 """Mean seconds between two faults of a kind, at pace 1; the first of each kind comes within
 its mean gap, so that even a short run meets every kind it asks for."""
 TICK = 0.05
+RESTART_WHILE_WAITING = 0.4
+"""How likely a restart waits until a call waits for approval."""
+WAITING_TRIES = 60
+"""Ticks a restart timed that way waits for such a call before it strikes anyway."""
 BUSY_FIRST = 0.7
 """How likely a fault picks a worker that runs a tool, when one does."""
 PAUSE_MARGIN = 0.01
@@ -117,7 +122,10 @@ class Nemesis:
     def __init__(self, engine: Engine, kinds: tuple[NemesisKind, ...], seed: int,
                  config: ExecutorConfig, workers: int, barrier: Callable[[], None],
                  busy: Callable[[], set[str]], say: Callable[[str], None],
-                 pace: float = 1.0, cuts: tuple[CutMode, ...] = tuple(CutMode)) -> None:
+                 pace: float = 1.0, cuts: tuple[CutMode, ...] = tuple(CutMode),
+                 waiting: Callable[[], bool] = lambda: False) -> None:
+        """`busy` names the workers running a tool now; `waiting` says whether a call waits
+        for approval now, for the restarts timed to strike then."""
         self.engine = engine
         self.kinds = kinds
         self.pace = pace
@@ -127,6 +135,8 @@ class Nemesis:
         self.workers = workers
         self.barrier = barrier
         self.busy = busy
+        self.waiting = waiting
+        self.settling = False
         self.say = say
         self.log = FaultLog()
         self.live: dict[str, WorkerRef] = {w.id: w for w in engine.workers()}
@@ -183,6 +193,7 @@ class Nemesis:
     def settle(self) -> None:
         """Stop injecting: undo every pause and cut, start the server if it is down and
         replace every worker that is gone."""
+        self.settling = True
         while self._todo:
             _, _, action = heapq.heappop(self._todo)
             action()
@@ -260,7 +271,10 @@ class Nemesis:
 
     def _inject(self, kind: NemesisKind) -> None:
         if kind is NemesisKind.RESTART:
-            self._restart()
+            if self.rng.random() < RESTART_WHILE_WAITING:
+                self._restart_while_waiting(WAITING_TRIES)
+            else:
+                self._restart()
             return
         target = self._target()
         if target is None:
@@ -305,6 +319,16 @@ class Nemesis:
                                          worker.names))
 
         self._later(self._duration(), heal)
+
+    def _restart_while_waiting(self, tries: int) -> None:
+        """Restart the server as soon as a call waits for approval, checking every tick for
+        `tries` ticks; restart anyway after that (D-8 with an approval pending)."""
+        if self.settling:
+            return
+        if tries <= 0 or self.waiting():
+            self._restart()
+        else:
+            self._later(TICK, lambda: self._restart_while_waiting(tries - 1))
 
     def _restart(self) -> None:
         if self.server_down_since is not None:

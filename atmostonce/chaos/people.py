@@ -25,13 +25,16 @@ class People:
         self.config = config
         self.abandon = abandon
 
-    async def person(self, key: str, rng: random.Random) -> None:
-        """The person asked to approve the call `key`: answers after a while, or never, or
-        twice, or changes their mind (`workload.person`)."""
+    async def person(self, key: str, rng: random.Random, deadline: float,
+                     awaiting: set[str]) -> None:
+        """The person asked to approve the call `key`, whose approval deadline is `deadline`:
+        answers after a while, or never, or twice, or changes their mind
+        (`workload.person`); `key` leaves `awaiting` once answered."""
         who = wl.person(rng)
         if who is Person.MISS:
             return
-        await asyncio.sleep(wl.answer_after(rng, who, self.config.approval_deadline))
+        await asyncio.sleep(wl.answer_after(rng, who, deadline))
+        awaiting.discard(key)
         await self.answer(key, who is not Person.REJECT)
         if who is Person.TWICE:
             await self.answer_later(key, True, rng.uniform(0.05, 1.0))

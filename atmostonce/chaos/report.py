@@ -9,6 +9,7 @@ from __future__ import annotations
 from atmostonce.chaos.result import ChaosResult
 from atmostonce.check.history.entries import ReconcileRan, describe
 from atmostonce.sim.report import SOMETIMES, records_table, retries_line, unwitnessed
+from atmostonce.sim.shapes import shapes_line
 from atmostonce.spec.properties import PROPERTIES
 
 SHOWN = 10
@@ -58,6 +59,7 @@ def chaos_json(result: ChaosResult) -> dict[str, object]:
                        "not_checkable": dict(sorted(result.not_checkable.items()))},
         "witnessed": sorted(result.witnessed),
         "unwitnessed": unwitnessed(result.totals),
+        "shapes": totals["shapes"],
         "history_entries": len(result.entries),
         "notes": result.notes,
         "pids": result.pids,
@@ -96,6 +98,7 @@ def chaos_text(result: ChaosResult) -> str:
         f"{rec['sends']} reports sent",
         "",
         f"  {t.calls:,} tool calls",
+        f"  {shapes_line(t.shapes)}",
         *records_table(t),
         retries_line(t),
         "",

@@ -54,6 +54,7 @@ from atmostonce.runtime.processes import Managed, spawn
 from atmostonce.runtime.reconcile import ledger_check
 from atmostonce.runtime.tokens import ensure_token
 from atmostonce.runtime.wire import LOOPBACK
+from atmostonce.sim.shapes import ShapeCounter
 from atmostonce.sim.stats import run_stats
 from atmostonce.spec.errors import SpecError
 
@@ -150,7 +151,7 @@ def run_chaos(options: ChaosOptions, say: Say = lambda line: None, meter: Meter 
     checker = history.checker
     stats = run_stats(checker.summaries(), checker.double_runs, checker.witnessed,
                       len(got.faults.restarts), len(entries), end - started,
-                      checker.call_edges())
+                      checker.call_edges(), ShapeCounter().observe_all(entries).counts())
     return ChaosResult(options, got.engine, entries, violations, lost, stats,
                        got.faults, got.obs, notes, got.pids, end - started, got.drained,
                        errors, failures, kept, dict(got.limits.not_checkable))
@@ -234,7 +235,8 @@ def _drive(options: ChaosOptions, engine: Engine, io: LoopThread, ledger_at: tup
 
     kinds = tuple(k for k in options.nemesis if k.value not in got.limits.no_target)
     nemesis = Nemesis(engine, kinds, options.seed, options.config, options.workers,
-                      io.drain, busy, say, options.pace, options.cuts)
+                      io.drain, busy, say, options.pace, options.cuts,
+                      lambda: bool(io.call(lambda: len(agents.awaiting))))
     got.faults = nemesis.log
     began = time.monotonic()
     shown = [began - PROGRESS_EVERY]

@@ -42,6 +42,26 @@ ALTERNATIVES: dict[str, tuple[Statement, ...]] = {
 }
 """Other statements of each tool's policy a change may pick (D-1, D-11, TC-APR-3, TC-APR-4)."""
 
+BOTH = {
+    "lookup_order": (ToolPolicy(_E.READ), ToolHints(read_only=False, destructive=True)),
+    "refund": (ToolPolicy(_E.IDEMPOTENT_WRITE, requires_approval=True),
+               ToolHints(read_only=True)),
+    "cancel_order": (ToolPolicy(_E.NON_IDEMPOTENT_WRITE), ToolHints(idempotent=True)),
+    "notify_customer": (ToolPolicy(_E.UNCLASSIFIED), ToolHints(read_only=True)),
+}
+"""Each tool's statement with both a policy and framework hints that disagree with it: the
+policy wins (D-1)."""
+BOTH_AT_START = 0.35
+"""How likely a tool starts with both a policy and hints."""
+REGISTERED_LATE = 0.5
+"""How likely the tool a run leaves unregistered at the start is registered at the tool
+owner's first change; otherwise no policy or hints are ever set for it. Until then its calls
+get the session default or unclassified (TC-APR-5)."""
+FLOOR = 0.4
+"""How likely a session with a default effect keeps it as a floor hints cannot lower (D-22)."""
+OWN_DEADLINE = 0.3
+"""How likely a call's ask sets its own approval deadline (D-32)."""
+
 REASK = 0.7
 """How likely the model asks a tool again after a failed or unknown record (TC-REC-2)."""
 MAX_DEPTH = 2
@@ -49,17 +69,40 @@ FAIL = 0.08
 """How likely a run reports a failure of its own (D-3)."""
 
 
-def policy_change(rng: random.Random) -> tuple[str, Statement]:
-    """A tool and the statement it gets next: another one, or its first one back."""
-    tool = rng.choice(TOOL_NAMES)
-    if rng.random() < 0.5:
+def registrations(rng: random.Random) -> tuple[dict[str, Statement], str | None]:
+    """What each tool registered at the start has, one tool being left out; and that tool
+    again if it is registered late (at the tool owner's first change), else None."""
+    start = {name: BOTH[name] if rng.random() < BOTH_AT_START else statement
+             for name, statement in INITIAL.items()}
+    left_out = rng.choice(TOOL_NAMES)
+    del start[left_out]
+    return start, left_out if rng.random() < REGISTERED_LATE else None
+
+
+def policy_change(rng: random.Random, tools: list[str]) -> tuple[str, Statement]:
+    """One of `tools` and the statement it gets next: another one, or its first one back."""
+    tool = rng.choice(tools)
+    r = rng.random()
+    if r < 0.4:
         return tool, INITIAL[tool]
+    if r < 0.6:
+        return tool, BOTH[tool]
     return tool, rng.choice(ALTERNATIVES[tool])
 
 
-def session_default(rng: random.Random) -> EffectClass | None:
-    """A session's default effect: unset mostly (D-1)."""
-    return rng.choice(list(EffectClass)) if rng.random() < 0.3 else None
+def session_default(rng: random.Random) -> tuple[EffectClass | None, bool]:
+    """A session's default effect, unset mostly (D-1), and whether hints may lower it (D-22)."""
+    if rng.random() >= 0.3:
+        return None, True
+    return rng.choice(list(EffectClass)), rng.random() >= FLOOR
+
+
+def own_deadline(rng: random.Random, config: ExecutorConfig) -> float | None:
+    """The approval deadline a call's ask sets, if it sets one (D-32): shorter or longer than
+    the engine's."""
+    if rng.random() >= OWN_DEADLINE:
+        return None
+    return round(config.approval_deadline * rng.uniform(0.4, 1.6), 3)
 
 
 def turn_tools(rng: random.Random) -> list[str]:
@@ -70,11 +113,12 @@ def turn_tools(rng: random.Random) -> list[str]:
 
 def arguments(rng: random.Random, number: int, config: ExecutorConfig) -> dict[str, Any]:
     """One call's arguments: mostly short runs; some long enough to meet a fault; a few longer
-    than the run timeout, so the attempt is cancelled while the tool goes on (TC-AMO-3)."""
+    than the run timeout, so the attempt is cancelled while the tool goes on (TC-AMO-3) and a
+    read or idempotent write is tried max_attempts times."""
     r = rng.random()
-    if r < 0.78:
+    if r < 0.76:
         duration = rng.uniform(0.02, 0.3)
-    elif r < 0.95:
+    elif r < 0.92:
         duration = rng.uniform(0.5, 2.0)
     else:
         duration = rng.uniform(config.run_timeout + 0.2, config.run_timeout + 0.8)

@@ -206,6 +206,11 @@ class _OneAttemptTooMany(ReferenceExecutor):
         return kept + 1 if kept > 1 else kept
 
 
+class _AskDeadlineIgnored(ReferenceExecutor):
+    def ask_deadline(self, tool: str, asked: float | None) -> float:
+        return super().ask_deadline(tool, None)
+
+
 def retry_non_idempotent(config: ExecutorConfig) -> Executor:
     """A single-attempt call whose worker was lost gets a second attempt (TC-EFF-NONIDEM)."""
     return _RetryNonIdempotent(config)
@@ -348,6 +353,12 @@ def one_attempt_too_many(config: ExecutorConfig) -> Executor:
     return _OneAttemptTooMany(config)
 
 
+def ask_deadline_ignored(config: ExecutorConfig) -> Executor:
+    """A call whose ask sets its own approval deadline keeps its tool policy's or the
+    executor's instead (D-32)."""
+    return _AskDeadlineIgnored(config)
+
+
 _MUTANTS: tuple[ExecutorMutant, ...] = (
     ExecutorMutant("retry_non_idempotent", retry_non_idempotent, "TC-EFF-NONIDEM",
                    "a single-attempt call whose worker was lost gets a second attempt",
@@ -413,6 +424,9 @@ _MUTANTS: tuple[ExecutorMutant, ...] = (
     ExecutorMutant("heartbeat_not_heard", heartbeat_not_heard, "TC-REC-LOST",
                    "a heartbeat does not renew its worker's liveness, so a worker still "
                    "heartbeating is declared lost", PropertyId.A_HEARD_KEEPS_ATTEMPT),
+    ExecutorMutant("ask_deadline_ignored", ask_deadline_ignored, "D-32",
+                   "a call keeps its tool's or the executor's approval deadline, not the one "
+                   "its ask set", PropertyId.A_APPROVAL),
 )
 
 EXECUTOR_MUTANTS: dict[str, ExecutorMutant] = {m.name: m for m in _MUTANTS}

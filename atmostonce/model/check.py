@@ -20,9 +20,10 @@ from atmostonce.spec.properties import PropertyId
 
 DEFAULT = ModelConfig(calls=1, faults=2)
 """The default bound: two workers, every effect class, one call and one re-ask, two attempts,
-two faults (at most one crash, one connection loss, one restart, one time-out), one policy
-change and one reconcile crash: enough for every sometimes-property to be witnessed."""
-DEFAULT_STATES = 440_632
+two faults (at most one crash, one connection loss, one restart, while an attempt is out or a
+call waits for approval, one time-out), one policy change and one reconcile crash: enough for
+every sometimes-property to be witnessed."""
+DEFAULT_STATES = 465_946
 """The default bound's distinct states (tests/model/test_check.py pins it): the total the live
 display counts towards, so that `check` and `verify` show the time left."""
 

@@ -151,6 +151,9 @@ class ModelConfig:
     cancel_records_failed: bool = False
     """D-4's other choice: a cancelled or timed-out single attempt that reached a worker
     records failed, 'may still be running' (F-7), not outcome_unknown."""
+    restart_while_waiting: bool = True
+    """A server restart may also strike while a call waits for approval and no attempt is out
+    (D-8): the call must keep waiting, with its deadline, across the restart."""
 
     def policy_of(self, tool: ToolSpec, changed: bool) -> EffectivePolicy:
         """`tool`'s effective policy in this configuration's session (D-1, D-22)."""
@@ -182,6 +185,9 @@ class ModelConfig:
         if not isinstance(self.cancel_records_failed, bool):
             raise SpecError(f"cancel_records_failed must be true or false, got "
                             f"{self.cancel_records_failed!r}")
+        if not isinstance(self.restart_while_waiting, bool):
+            raise SpecError(f"restart_while_waiting must be true or false, got "
+                            f"{self.restart_while_waiting!r}")
         if not isinstance(self.hints_may_lower, bool):
             raise SpecError(f"hints_may_lower must be true or false, got "
                             f"{self.hints_may_lower!r}")
@@ -212,6 +218,8 @@ class ModelConfig:
             parts.append(f"session-default={self.session_default.value}")
         if not self.hints_may_lower:
             parts.append("hints-keep-default")
+        if not self.restart_while_waiting:
+            parts.append("no-restart-while-waiting")
         if self.mutant:
             parts.append(f"mutant={self.mutant}")
         return " ".join(parts)

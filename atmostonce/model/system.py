@@ -21,7 +21,9 @@ from atmostonce.model.layout import (
     A_OUT,
     AS,
     ASK,
+    C_AWAIT,
     CR,
+    CS,
     EFFECT_INDEX,
     FT,
     NG,
@@ -220,7 +222,9 @@ class System(Symmetry, WorkerEvents):
                 gl2[ASK] -= 1
                 new = self._new_call(t, gl2[TV] >> t & 1, False)
                 emit((StepKind.ASK, t, -1), gl2, ws, ids + (new,), [], False)
-        if gl[RS] > 0 and gl[FT] > 0 and any(c[AS] in A_OUT for c in calls):
+        waiting = self.config.restart_while_waiting
+        if gl[RS] > 0 and gl[FT] > 0 and any(c[AS] in A_OUT or (waiting and c[CS] == C_AWAIT)
+                                             for c in calls):
             self._emit_restart(emit, gl, ws, ids)
         if gl[PC] > 0:
             # A change matters only while a call of the tool is in flight: that call must keep

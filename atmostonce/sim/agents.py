@@ -100,6 +100,8 @@ class SimulatedAgents:
         """Reconcile runs still to die after their first send (the fault schedule arms them;
         quiescence clears them)."""
         self.seen: dict[str, tuple[ToolCallStatus, str, tuple[str, ...]]] = {}
+        self.awaiting: set[str] = set()
+        """Calls that wait for approval and nobody answered yet, as the people see them."""
 
     def start(self) -> None:
         at = self.loop.at
@@ -113,9 +115,11 @@ class SimulatedAgents:
         loop = self.loop
         run = SessionRun(plan)
         self.sessions[plan.session_id] = run
-        self.policies.set_default(plan.session_id, plan.default_effect)
-        loop.record(h.SessionOpened(loop.now, plan.session_id, plan.default_effect))
-        self.server.feed(p.OpenSession(loop.now, plan.session_id, plan.default_effect))
+        lowers = plan.hints_may_lower
+        self.policies.set_default(plan.session_id, plan.default_effect, lowers)
+        loop.record(h.SessionOpened(loop.now, plan.session_id, plan.default_effect,
+                                    None if lowers else False))
+        self.server.feed(p.OpenSession(loop.now, plan.session_id, plan.default_effect, lowers))
         self._turn(run, None)
 
     def _turn(self, run: SessionRun, _b: object) -> None:
@@ -154,9 +158,11 @@ class SimulatedAgents:
         self.by_args[arguments] = call
         run.pending.add(key)
         loop.record(h.CallAsked(loop.now, key, session_id, turn_id, call_id, plan.tool,
-                                arguments))
-        self.server.feed(p.Ask(loop.now, session_id, turn_id, call_id, plan.tool, arguments))
+                                arguments, plan.deadline))
+        self.server.feed(p.Ask(loop.now, session_id, turn_id, call_id, plan.tool, arguments,
+                               plan.deadline))
         if call.status is None and self.policies.now(plan.tool, session_id).requires_approval:
+            self.awaiting.add(key)
             self._person(call)
         elif plan.stray:
             loop.at(loop.now + plan.answer_after, self._answer, key, True)
@@ -167,6 +173,7 @@ class SimulatedAgents:
         if call is None or call.status is not None:
             return
         call.status = status
+        self.awaiting.discard(key)
         run = call.session
         run.pending.discard(key)
         if status is OUTCOME_UNKNOWN:
@@ -254,6 +261,7 @@ class SimulatedAgents:
             at(first + plan.second_after, self._answer, call.key, False)
 
     def _answer(self, key: str, approve: bool) -> None:
+        self.awaiting.discard(key)
         self.requests += 1
         request = f"answer-{self.requests}"
         self.server.request(p.Answer(self.loop.now, request, key, approve))

@@ -22,10 +22,11 @@ from atmostonce.check.history import entries as h
 from atmostonce.check.history.checkers import History
 from atmostonce.check.history.policies import PolicyBook
 from atmostonce.sim.agents import SETTLE, CallRun, SimulatedAgents
-from atmostonce.sim.faults import Fault, FaultKind, Profile, schedule
+from atmostonce.sim.faults import WHILE_WAITING, Fault, FaultKind, Profile, schedule
 from atmostonce.sim.ledger import Ledger
 from atmostonce.sim.loop import Handler, Queued
 from atmostonce.sim.server import SimServer
+from atmostonce.sim.shapes import ShapeCounter
 from atmostonce.sim.workers import HEARTBEAT_INTERVAL, Worker
 from atmostonce.sim.workload import Workload, draw, executor_config
 from atmostonce.spec import protocol as p
@@ -33,6 +34,8 @@ from atmostonce.spec.session import ToolCallStatus
 
 HARD_LIMIT = 400.0
 """Simulated seconds after which a run that never quiesced is stopped and judged."""
+WAIT_FOR_WAITING = 20.0
+"""Seconds after the fault window a restart timed to a waiting call still waits for one."""
 MAX_EVENTS = 2_000_000
 """Events after which a run that never settles (a timer loop at one instant) is stopped."""
 
@@ -68,6 +71,16 @@ def scenario(seed: int, profile: Profile, only: Iterable[int] | None = None) -> 
     return Scenario(seed, profile, workload, kinds, faults, config)
 
 
+def _counted(judge: Callable[[h.Entry], list[h.HistoryViolation]],
+             count: Callable[[h.Entry], None]) -> Callable[[h.Entry], list[h.HistoryViolation]]:
+    """`judge`, with every entry also counted by `count` (the run's shape coverage)."""
+    def append(entry: h.Entry) -> list[h.HistoryViolation]:
+        count(entry)
+        return judge(entry)
+
+    return append
+
+
 class Simulation:
     """One run of one scenario against one executor factory: the clock, the event queue and the
     history (the `Loop` its parts see), the workload's policies and the fault schedule. It
@@ -78,7 +91,7 @@ class Simulation:
     # Slots, because every event reads and writes these.
     __slots__ = ("_append", "agents", "error", "events", "faults_on", "finished", "history",
                  "ledger", "now", "policies", "queue", "record", "rnd", "scenario", "seq",
-                 "server", "stop_on", "stopped", "workers")
+                 "server", "shapes", "stop_on", "stopped", "workers")
 
     def __init__(self, scn: Scenario, factory: p.ExecutorFactory,
                  stop_on: str | None = None, keep: bool = True) -> None:
@@ -100,7 +113,9 @@ class Simulation:
         _, _, env = streams(scn.seed)
         self.rnd = env.random
         self.history = History(config)
-        self._append = self.history.append if keep else self.history.judge
+        self.shapes = ShapeCounter()
+        self._append = _counted(self.history.append if keep else self.history.judge,
+                                self.shapes.observe)
         self.record: Callable[[h.Entry], object] = (
             self._append if stop_on is None else self._record_and_stop)
         self.ledger = Ledger({t.name: t.service for t in workload.tools})
@@ -166,7 +181,8 @@ class Simulation:
         w = self.scenario.workload
         self.server.start()
         for tool in w.tools:
-            self.set_policy(tool.name, tool.policy, tool.hints)
+            if tool.registered:
+                self.set_policy(tool.name, tool.policy, tool.hints)
         for change in w.changes:
             self.at(change.at, self._policy_change, change)
         for fault in self.scenario.faults:
@@ -214,7 +230,10 @@ class Simulation:
             return
         kind = fault.kind
         if kind is FaultKind.RESTART:
-            if fault.extra > 0:
+            if fault.target == WHILE_WAITING and not self.agents.awaiting \
+                    and self.now < self.scenario.workload.window + WAIT_FOR_WAITING:
+                self.at(self.now + 0.25, self._fault, fault)
+            elif fault.extra > 0:
                 self.server.crash_armed = True
             else:
                 self.server.restart()

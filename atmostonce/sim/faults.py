@@ -30,7 +30,8 @@ class FaultKind(enum.Enum):
     """No worker asks for work for `duration`: attempts expire unreached."""
     RESTART = "restart"
     """The server restarts (D-8); with `extra` > 0 it dies inside a batch of commands, right
-    after a Persist, before the later commands are carried out (D-5)."""
+    after a Persist, before the later commands are carried out (D-5); with `target`
+    `WHILE_WAITING` it waits until some call waits for approval."""
     RECONCILE_CRASH = "reconcile_crash"
     """The next reconcile run dies after its first send, before reading the reply."""
 
@@ -60,7 +61,8 @@ class Fault:
             return f"t={self.at:.3f} no worker polls for {self.duration:.2f}s"
         if k is FaultKind.RESTART:
             mid = " inside a batch, after a Persist" if self.extra > 0 else ""
-            return f"t={self.at:.3f} restart the server{mid}"
+            wait = " once a call waits for approval" if self.target == WHILE_WAITING else ""
+            return f"t={self.at:.3f} restart the server{mid}{wait}"
         return f"t={self.at:.3f} crash the next reconcile run after its first send"
 
 
@@ -93,6 +95,12 @@ RATES: Mapping[FaultKind, float] = {
     _K.RESTART: 0.05,
     _K.RECONCILE_CRASH: 0.05,
 }
+
+
+WHILE_WAITING = 1
+"""A restart's `target` when it is timed to strike while a call waits for approval."""
+RESTARTS_WHILE_WAITING = 0.3
+"""The share of restarts timed that way (D-8 with an approval pending)."""
 
 
 def profile(name: str) -> Profile:
@@ -141,7 +149,8 @@ def _draw(kind: FaultKind, at: float, target: int, rng: random.Random,
     if kind is FaultKind.OUTAGE:
         return Fault(at, kind, 0, rng.uniform(0.5, 2.5) * config.queue_timeout)
     if kind is FaultKind.RESTART:
-        return Fault(at, kind, 0, 0.0, 1.0 if rng.random() < 0.5 else 0.0)
+        waiting = WHILE_WAITING if rng.random() < RESTARTS_WHILE_WAITING else 0
+        return Fault(at, kind, waiting, 0.0, 1.0 if rng.random() < 0.5 else 0.0)
     return Fault(at, kind)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from atmostonce.check.history.entries import describe
 from atmostonce.sim.campaign import CampaignResult
 from atmostonce.sim.run import RunResult
+from atmostonce.sim.shapes import shapes_line
 from atmostonce.sim.stats import EFFECTS, RECORDS, Totals
 from atmostonce.spec.properties import Kind, of_kind
 
@@ -50,6 +51,7 @@ def campaign_json(result: CampaignResult) -> dict[str, object]:
         "witnessed": data["witnessed"],
         "unwitnessed": unwitnessed(totals),
         "server_restarts": data["server_restarts"],
+        "shapes": data["shapes"],
     }
 
 
@@ -63,6 +65,7 @@ def campaign_text(result: CampaignResult) -> str:
         f"{result.calls_per_second:,.0f} per CPU second), {t.sim_seconds:,.0f} simulated "
         f"seconds ({t.sim_seconds / max(result.wall_seconds, 1e-9):,.0f}x real time), "
         f"{t.restarts} server restarts",
+        f"  {shapes_line(t.shapes)}",
         "",
         *records_table(t),
         "",

@@ -133,6 +133,6 @@ def _simulate(scn: Scenario, factory: ExecutorFactory, executor: str,
     checker = history.checker
     stats = run_stats(checker.summaries(), checker.double_runs, checker.witnessed,
                       sim.server.restarts, sim.events, sim.now,
-                      checker.call_edges())
+                      checker.call_edges(), sim.shapes.counts())
     return RunResult(scn, executor, tuple(history.violations), stats, wall, kept,
                      history if keep_history else None, sim.error, origin), sim

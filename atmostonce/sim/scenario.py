@@ -43,6 +43,8 @@ promises (TC-EFF-*)."""
 _HINT_KEYS = (("read_only", "readOnlyHint"), ("idempotent", "idempotentHint"),
               ("destructive", "destructiveHint"))
 _DEFAULTS = ExecutorConfig()
+OWN_DEADLINE = Uniform(60.0, 600.0)
+"""How long a deadline an ask sets is, unless the file says."""
 MAX_RATE = 3600.0
 """Faults per hour, at most: one a second."""
 
@@ -63,6 +65,10 @@ class Tool:
     """How often the model picks it, relative to the other tools."""
     from_mcp: bool
     open_world: bool | None
+    registered: bool = True
+    """False: the workers run it, but no policy or hints are ever set for it (TC-APR-5)."""
+    hang_rate: float = 0.0
+    """The chance that a run hangs past the run timeout, so the attempt is timed out."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +84,8 @@ class Agent:
     reask: float
     """The chance the model asks the same tool again after a failed or unknown record."""
     default_effect: EffectClass | None
+    hints_may_lower: bool = True
+    """D-22: false keeps the default effect as a floor framework metadata cannot lower."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +102,10 @@ class Approvals:
     never: float
     """Never answers: the approval deadline rejects the call."""
     answer_delay: Distribution
+    own_deadline: float = 0.0
+    """The chance that a call's ask sets its own approval deadline (D-32)."""
+    own_deadline_seconds: Distribution = OWN_DEADLINE
+    """How long such a deadline is."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +119,8 @@ class Faults:
     server_restarts_per_hour: float
     restarts_mid_batch: float
     """The share of server restarts that kill it inside a batch of commands (D-5)."""
+    restarts_while_waiting: float = 0.0
+    """The share of server restarts that wait until a call waits for approval (D-8)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,7 +164,7 @@ def parse(document: Mapping[str, object], path: str, base: Path,
                 defaults.share("failure_rate", 0.02),
                 defaults.number("weight", 1.0, above=True))
     defaults.done()
-    tools = _tools(top, listed, fallback, agent.default_effect, path)
+    tools = _tools(top, listed, fallback, agent, path)
     top.done()
     return ScenarioFile(path, name, tools, agent, executor, approvals, faults, settings)
 
@@ -170,7 +184,10 @@ def _agent(t: Table) -> Agent:
     agent = Agent(t.whole("sessions", 20, high=100_000), t.seconds("arrival", 600.0, False),
                   t.span("turns", (2, 6)), t.span("calls_per_turn", (1, 2), high=64),
                   t.distribution("think_time", Exponential(5.0)), t.share("reask", 0.7),
-                  EffectClass(default) if default is not None else None)
+                  EffectClass(default) if default is not None else None,
+                  bool(t.flag("hints_may_lower", True)))
+    if not agent.hints_may_lower and default is None:
+        raise t.fail("hints_may_lower", "a floor needs a default effect; give default_effect")
     t.done()
     return agent
 
@@ -210,8 +227,10 @@ def _approvals(t: Table) -> Approvals:
     if abs(total - 1.0) > 1e-9:
         raise t.fail("", f"approve + reject + never must add up to 1, got {total:g}")
     delay = t.distribution("answer_delay", LogNormal(30.0, 600.0))
+    approvals = Approvals(approve, reject, never, delay, t.share("own_deadline", 0.0),
+                          t.distribution("own_deadline_seconds", OWN_DEADLINE))
     t.done()
-    return Approvals(approve, reject, never, delay)
+    return approvals
 
 
 def _faults(t: Table) -> Faults:
@@ -222,13 +241,13 @@ def _faults(t: Table) -> Faults:
         t.number("connection_losses_per_hour", 0.0, high=MAX_RATE, unit=rate),
         t.distribution("connection_loss_duration", LogNormal(2.0, 60.0)),
         t.number("server_restarts_per_hour", 0.0, high=MAX_RATE, unit=rate),
-        t.share("restarts_mid_batch", 0.0))
+        t.share("restarts_mid_batch", 0.0), t.share("restarts_while_waiting", 0.0))
     t.done()
     return faults
 
 
 def _tools(top: Table, listed: Mapping[str, mcp.McpTool],
-           fallback: tuple[Distribution, float, float], default: EffectClass | None,
+           fallback: tuple[Distribution, float, float], agent: Agent,
            path: str) -> tuple[Tool, ...]:
     entries: dict[str, Mapping[str, object]] = {}
     for index, entry in enumerate(top.tables("tools")):
@@ -246,12 +265,13 @@ def _tools(top: Table, listed: Mapping[str, mcp.McpTool],
     if not names:
         raise top.fail("tools", "no tools: give [[tools]] entries or an mcp_tools file")
     return tuple(_tool(Table(entries.get(n, {"name": n}), f"tools.{n}", path), listed.get(n),
-                       fallback, default) for n in names)
+                       fallback, agent) for n in names)
 
 
 def _tool(t: Table, listed: mcp.McpTool | None, fallback: tuple[Distribution, float, float],
-          default: EffectClass | None) -> Tool:
+          agent: Agent) -> Tool:
     name = t.text("name") or ""
+    registered = bool(t.flag("registered", True))
     effect = t.choice("effect", EFFECTS)
     approval = t.flag("requires_approval", None)
     if approval is not None and effect is None:
@@ -262,14 +282,18 @@ def _tool(t: Table, listed: mcp.McpTool | None, fallback: tuple[Distribution, fl
         table = t.table("hints")
         hints = ToolHints(*(table.flag(key, None) for key, _ in _HINT_KEYS))
         table.done()
-    effective = resolve_policy(policy, hints, default)
+    if not registered and (policy is not None or hints is not None):
+        raise t.fail("registered", "a tool never registered has no ToolPolicy or hints; drop "
+                     "effect and hints, or registered = false")
+    effective = resolve_policy(policy, hints, agent.default_effect, agent.hints_may_lower)
     service = t.choice("service", SERVICES)
     duration, failure_rate, weight = fallback
     tool = Tool(name, policy, hints, effective,
                 Service(service) if service is not None else SERVICE_BY_EFFECT[effective.effect],
                 t.distribution("duration", duration), t.share("failure_rate", failure_rate),
                 t.number("weight", weight, above=True), listed is not None,
-                listed.open_world if listed is not None else None)
+                listed.open_world if listed is not None else None, registered,
+                t.share("hang_rate", 0.0))
     t.done()
     return tool
 

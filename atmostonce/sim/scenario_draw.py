@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 
 from atmostonce.sim.agents import WATCHDOG
 from atmostonce.sim.engine import HARD_LIMIT, Scenario
-from atmostonce.sim.faults import Fault, FaultKind, Profile
+from atmostonce.sim.faults import WHILE_WAITING, Fault, FaultKind, Profile
 from atmostonce.sim.scenario import ScenarioFile, Tool
 from atmostonce.sim.workload import CallPlan, Person, RunPlan, SessionPlan, ToolSpec, Workload
 from atmostonce.spec.errors import SpecError
@@ -39,7 +39,8 @@ def build(spec: ScenarioFile, seed: int, only: Iterable[int] | None = None) -> S
                                   for i in range(SPARES))) for t in spec.tools)
     limit = settle_limit(spec)
     workload = Workload(
-        tuple(ToolSpec(t.name, t.service, t.policy, t.hints) for t in spec.tools), sessions, (),
+        tuple(ToolSpec(t.name, t.service, t.policy, t.hints, t.registered) for t in spec.tools),
+        sessions, (),
         (), spec.executor.workers, config.fence, agent.arrival,
         spec.executor.heartbeat_interval, limit, spares)
     kinds, faults = schedule(spec, seed, agent.arrival + limit)
@@ -97,7 +98,8 @@ def _session(spec: ScenarioFile, seed: int, index: int) -> SessionPlan:
         turns.append(tuple(_call(spec, tool, _stream(seed, "call", index, turn, slot))
                            for slot, tool in enumerate(picked)))
     think = tuple(agent.think.at(rng.random()) for _ in range(len(turns) + 4))
-    return SessionPlan(f"s{index + 1}", start, agent.default_effect, tuple(turns), think)
+    return SessionPlan(f"s{index + 1}", start, agent.default_effect, tuple(turns), think,
+                       agent.hints_may_lower)
 
 
 def _weighted_sample(rng: random.Random, tools: Sequence[Tool], count: int) -> list[Tool]:
@@ -125,9 +127,16 @@ def _call(spec: ScenarioFile, tool: Tool, rng: random.Random) -> CallPlan:
     person = (Person.APPROVE if u < approvals.approve else
               Person.REJECT if u < approvals.approve + approvals.reject else Person.MISS)
     after = approvals.answer_delay.at(rnd())
+    config = spec.executor.config
     runs = tuple(RunPlan(tool.duration.at(rnd()), rnd() >= tool.failure_rate, rnd())
-                 for _ in range(spec.executor.config.max_attempts))
-    return CallPlan(tool.name, runs, reask, person, after, 0.0, False)
+                 for _ in range(config.max_attempts))
+    if tool.hang_rate > 0:
+        runs = tuple(r._replace(duration=config.run_timeout + r.duration)
+                     if rnd() < tool.hang_rate else r for r in runs)
+    own = None
+    if approvals.own_deadline > 0 and rnd() < approvals.own_deadline:
+        own = approvals.own_deadline_seconds.at(rnd())
+    return CallPlan(tool.name, runs, reask, person, after, 0.0, False, own)
 
 
 def schedule(spec: ScenarioFile, seed: int, horizon: float
@@ -143,8 +152,11 @@ def schedule(spec: ScenarioFile, seed: int, horizon: float
             faults.append(Fault(at, _K.CRASH, target, f.worker_downtime.at(u)))
         for at, u in _arrivals(seed, "cut", target, f.connection_losses_per_hour, horizon):
             faults.append(Fault(at, _K.PARTITION, target, f.connection_loss_duration.at(u)))
+    waits = _stream(seed, "faults", "restart", "waiting")
     for at, u in _arrivals(seed, "restart", 0, f.server_restarts_per_hour, horizon):
-        faults.append(Fault(at, _K.RESTART, 0, 0.0, 1.0 if u < f.restarts_mid_batch else 0.0))
+        waiting = WHILE_WAITING if waits.random() < f.restarts_while_waiting else 0
+        faults.append(Fault(at, _K.RESTART, waiting, 0.0,
+                            1.0 if u < f.restarts_mid_batch else 0.0))
     faults.sort(key=lambda fault: (fault.at, fault.kind.value, fault.target))
     kinds = tuple(k for k, rate in ((_K.CRASH, f.worker_crashes_per_hour),
                                     (_K.PARTITION, f.connection_losses_per_hour),

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from atmostonce.sim.report import violation_lines
 from atmostonce.sim.scenario import ScenarioFile, Tool
 from atmostonce.sim.scenario_run import ScenarioResult, SweepRow
+from atmostonce.sim.shapes import shapes_json, shapes_line
 from atmostonce.sim.tool_stats import OUTCOMES, ToolTotals, combined
 from atmostonce.spec.policy import EffectClass, PolicySource
 
@@ -53,6 +54,7 @@ def header(result: ScenarioResult) -> list[str]:
         f"{c.seeds[0] if c.seeds else 0}, executor {c.executor}",
         f"  {c.totals.calls:,} tool calls, {c.totals.sim_seconds:,.0f} simulated seconds; "
         f"faults per seed while sessions ran: {faults}",
+        f"  {shapes_line(c.totals.shapes)}",
     ]
 
 
@@ -169,6 +171,7 @@ def scenario_json(result: ScenarioResult) -> dict[str, object]:
         "calls": c.totals.calls,
         "simulated_seconds": round(c.totals.sim_seconds, 3),
         "faults": dict(result.faults),
+        "shapes": shapes_json(c.totals.shapes),
         "tools": {tool.name: _tool_json(tool, result.tools[tool.name]) for tool in spec.tools},
         "all_tools": _totals_json(combined(result.tools)),
         "failures": failures,

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from atmostonce.check.history.call_edges import NO_EDGES, CallEdges, EdgeKey
 from atmostonce.check.history.checkers import CallSummary
 from atmostonce.check.history.state import DoubleRun
+from atmostonce.sim.shapes import NO_SHAPES, add_counts, shapes_json
 from atmostonce.spec.policy import EffectClass
 from atmostonce.spec.records import Record
 
@@ -58,11 +59,14 @@ class RunStats:
     sim_seconds: float
     taken: CallEdges = NO_EDGES
     """The call machines' edges the run took (`atmostonce.check.history.call_edges`)."""
+    shapes: tuple[int, ...] = NO_SHAPES
+    """How often each input shape of `atmostonce.sim.shapes.SHAPES` occurred."""
 
 
 def run_stats(summaries: Iterable[CallSummary], double_runs: Iterable[DoubleRun],
               witnessed: Iterable[str], restarts: int, events: int,
-              sim_seconds: float, taken: CallEdges = NO_EDGES) -> RunStats:
+              sim_seconds: float, taken: CallEdges = NO_EDGES,
+              shapes: tuple[int, ...] = NO_SHAPES) -> RunStats:
     counts: dict[tuple[str, str], int] = {}
     retries: dict[str, int] = {}
     times: list[tuple[str, float]] = []
@@ -78,7 +82,7 @@ def run_stats(summaries: Iterable[CallSummary], double_runs: Iterable[DoubleRun]
             times.append((effect, s.recorded_at - s.asked_at))
     return RunStats(calls, tuple((e, r, n) for (e, r), n in sorted(counts.items())),
                     tuple(sorted(retries.items())), tuple(times), tuple(double_runs),
-                    frozenset(witnessed), restarts, events, sim_seconds, taken)
+                    frozenset(witnessed), restarts, events, sim_seconds, taken, shapes)
 
 
 class Totals:
@@ -99,6 +103,7 @@ class Totals:
         self.witnessed: set[str] = set()
         self.taken: dict[EdgeKey, int] = {}
         self.unnamed_failures = 0
+        self.shapes = NO_SHAPES
 
     def add(self, stats: RunStats) -> None:
         self.runs += 1
@@ -121,6 +126,7 @@ class Totals:
         for key, n in stats.taken.counts:
             self.taken[key] = self.taken.get(key, 0) + n
         self.unnamed_failures += stats.taken.unnamed_failures
+        self.shapes = add_counts(self.shapes, stats.shapes)
 
     def time_to_record(self) -> Mapping[str, tuple[float, float, float]]:
         """Per effect class: mean, median and 99th percentile seconds from ask to record."""
@@ -141,4 +147,5 @@ class Totals:
             "double_runs": {"total": self.double_runs, "documented_shape": self.documented,
                             "with_fence": self.fenced},
             "witnessed": sorted(self.witnessed),
+            "shapes": shapes_json(self.shapes),
         }

@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 import math
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 from atmostonce.check.history.services import Service
@@ -25,6 +25,9 @@ class ToolSpec:
     service: Service
     policy: ToolPolicy | None
     hints: ToolHints | None
+    registered: bool = True
+    """False for a tool the workers run but no policy or hints are ever set for: its calls
+    get the session default or unclassified (TC-APR-5)."""
 
 
 _E = EffectClass
@@ -38,6 +41,13 @@ CATALOGUE: tuple[ToolSpec, ...] = (
     ToolSpec("send_email", Service.PLAIN, ToolPolicy(_E.NON_IDEMPOTENT_WRITE, False), None),
     ToolSpec("post_comment", Service.PLAIN, None, ToolHints(read_only=False)),
     ToolSpec("run_script", Service.PLAIN, None, None),
+    # A policy and framework metadata that disagree: the policy wins (D-1).
+    ToolSpec("archive_ticket", Service.KEYED, ToolPolicy(_E.IDEMPOTENT_WRITE),
+             ToolHints(read_only=True)),
+    ToolSpec("close_account", Service.PLAIN, ToolPolicy(_E.NON_IDEMPOTENT_WRITE, False),
+             ToolHints(idempotent=True)),
+    ToolSpec("fetch_invoice", Service.NONE, ToolPolicy(_E.READ, True),
+             ToolHints(read_only=False, destructive=True)),
 )
 
 
@@ -79,6 +89,8 @@ class CallPlan(NamedTuple):
     second_after: float
     stray: bool
     """Someone answers although the call needs no approval (D-7)."""
+    deadline: float | None = None
+    """The call's own approval deadline, set by its ask (D-32); None: none."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +100,8 @@ class SessionPlan:
     default_effect: EffectClass | None
     turns: tuple[tuple[CallPlan, ...], ...]
     think: tuple[float, ...]
+    hints_may_lower: bool = True
+    """D-22: false keeps the default effect as a floor framework metadata cannot lower."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,30 +141,59 @@ def executor_config(fence: bool) -> ExecutorConfig:
                           heartbeat_timeout=6.0, lease=3.0, approval_deadline=10.0, fence=fence)
 
 
+class Odds(NamedTuple):
+    """A seed's chances of the rarer input shapes, drawn once per seed (swarm-style: some seeds
+    have none of a shape, others much of it)."""
+
+    hang: float
+    """That a call's first two runs hang past the run timeout, so a retried call makes a
+    third attempt (TC-REC-RETRY)."""
+    own_deadline: float
+    """That a call's ask sets its own approval deadline (D-32)."""
+
+
+UNREGISTERED_SEEDS = 0.4
+"""Seeds whose workers also run one or two tools no policy or hints are set for (TC-APR-5)."""
+HANG_SEEDS = 0.5
+DEADLINE_SEEDS = 0.5
+FLOOR = 0.4
+"""Sessions with a default effect that keep it as a floor framework metadata cannot lower
+(D-22)."""
+
+
 def draw(rng: random.Random) -> Workload:
     """A seed's workload, everything drawn from `rng` up front."""
     fence = rng.random() < 0.3
     config = executor_config(fence)
     count = rng.randint(5, 8)
-    tools = tuple(rng.sample(CATALOGUE, count))
+    tools = list(rng.sample(CATALOGUE, count))
     names = [t.name for t in tools]
+    if rng.random() < UNREGISTERED_SEEDS:
+        others = [t for t in CATALOGUE if t.name not in names]
+        tools += [replace(t, registered=False) for t in rng.sample(others, rng.randint(1, 2))]
+    pool = [t.name for t in tools]
+    odds = Odds(rng.uniform(0.05, 0.2) if rng.random() < HANG_SEEDS else 0.0,
+                rng.uniform(0.1, 0.5) if rng.random() < DEADLINE_SEEDS else 0.0)
     window = 30.0
     sessions = []
     for s in range(rng.randint(12, 20)):
         turns = []
         for _ in range(rng.randint(2, 6)):
-            picked = rng.sample(names, min(len(names), _calls_in_turn(rng)))
-            turns.append(tuple([_call(rng, name, config) for name in picked]))
+            picked = rng.sample(pool, min(len(pool), _calls_in_turn(rng)))
+            turns.append(tuple([_call(rng, name, config, odds) for name in picked]))
         default = rng.choice(list(EffectClass)) if rng.random() < 0.3 else None
+        floor = default is not None and rng.random() < FLOOR
         sessions.append(SessionPlan(f"s{s + 1}", rng.uniform(0.0, window / 3), default,
                                     tuple(turns),
-                                    tuple([rng.uniform(0.1, 1.0) for _ in range(len(turns) + 4)])))
+                                    tuple([rng.uniform(0.1, 1.0) for _ in range(len(turns) + 4)]),
+                                    not floor))
     changes = tuple(sorted(
         (PolicyChange(rng.uniform(1.0, window), *_policy(rng, rng.choice(names)))
          for _ in range(rng.randint(0, 4))),
         key=lambda c: c.at))
-    spares = tuple([_call(rng, "", config) for _ in range(16)])
-    return Workload(tools, tuple(sessions), changes, spares, rng.randint(2, 4), fence, window)
+    spares = tuple([_call(rng, "", config, odds) for _ in range(16)])
+    return Workload(tuple(tools), tuple(sessions), changes, spares, rng.randint(2, 4), fence,
+                    window)
 
 
 def _calls_in_turn(rng: random.Random) -> int:
@@ -158,23 +201,30 @@ def _calls_in_turn(rng: random.Random) -> int:
     return 1 if r < 0.5 else 2 if r < 0.85 else 3
 
 
-def _call(rng: random.Random, tool: str, config: ExecutorConfig) -> CallPlan:
+def _call(rng: random.Random, tool: str, config: ExecutorConfig, odds: Odds) -> CallPlan:
     rnd = rng.random
     log = math.log
     runs = []
-    for _ in range(config.max_attempts):
+    hangs = 2 if rnd() < odds.hang else 0
+    for i in range(config.max_attempts):
         duration = 0.02 - 0.6 * log(1.0 - rnd())
-        runs.append(RunPlan(duration if duration < 4.0 else 4.0, rnd() < 0.9, rnd()))
+        if i < hangs:
+            duration = config.run_timeout + 0.5 + 3.0 * rnd()
+        elif duration > 4.0:
+            duration = 4.0
+        runs.append(RunPlan(duration, rnd() < 0.9, rnd()))
     r = rnd()
     person = (Person.APPROVE if r < 0.55 else Person.REJECT if r < 0.70 else
               Person.MISS if r < 0.80 else Person.LATE if r < 0.85 else
               Person.TWICE if r < 0.95 else Person.FLIP)
-    deadline = config.approval_deadline
+    own = 2.0 + 14.0 * rnd() if rnd() < odds.own_deadline else None
+    deadline = config.approval_deadline if own is None else own
     if person is Person.LATE:
         after = deadline + rng.uniform(0.2, 4.0)
     else:
         after = 0.1 + (0.8 * deadline - 0.1) * rnd()
-    return CallPlan(tool, tuple(runs), rnd() < 0.7, person, after, 3.0 * rnd(), rnd() < 0.03)
+    return CallPlan(tool, tuple(runs), rnd() < 0.7, person, after, 3.0 * rnd(), rnd() < 0.03,
+                    own)
 
 
 def _policy(rng: random.Random, tool: str) -> tuple[str, ToolPolicy | None, ToolHints | None]:

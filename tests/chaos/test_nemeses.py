@@ -16,6 +16,7 @@ from atmostonce.chaos.report import chaos_text
 from atmostonce.chaos.result import ChaosResult
 from atmostonce.chaos.run import run_chaos
 from atmostonce.engines.adapter import CutMode
+from atmostonce.sim.shapes import SHAPES
 from tests.chaos.conftest import chaos
 from tests.load import patience
 from tests.runtime.conftest import gone
@@ -82,6 +83,8 @@ def test_server_killed_and_restarted_from_its_journal_through_the_command() -> N
     assert report["server_restarts"] >= 1
     assert (report["violations"], report["lost_records"], report["errors"]) == ([], [], [])
     assert isinstance(report["double_runs"], list)
+    assert set(report["shapes"]) == {shape.key for shape in SHAPES}
+    assert report["shapes"]["policy_and_hints"] + report["shapes"]["session_default"] > 0
     assert report["verdict"] == "pass"
     assert "atmostonce chaos: started the effect ledger" in done.stderr
     assert all(gone(pid) for pid in report["pids"])

@@ -11,6 +11,7 @@ import pytest
 
 from atmostonce import cli
 from atmostonce.sim.commands import register
+from atmostonce.sim.shapes import SHAPES
 from atmostonce.spec.properties import PropertyId
 
 MUTANT = "atmostonce.executor.mutants:approval_default_ignored"
@@ -58,6 +59,15 @@ def test_simulate_json_has_the_promised_keys(run: Invoke) -> None:
     assert report["first_seed"] == 5
     assert report["violations"] == []
     assert report["calls"] > 0
+
+
+def test_simulate_prints_and_reports_the_shapes(run: Invoke) -> None:
+    code, out, _ = run("simulate", "--seeds", "2", "--profile", "restarts")
+    assert code == 0
+    assert "shapes: policy+hints" in out
+    code, out, _ = run("simulate", "--seeds", "2", "--profile", "restarts", "--json")
+    assert code == 0
+    assert set(json.loads(out)["shapes"]) == {shape.key for shape in SHAPES}
 
 
 def test_simulate_of_a_mutant_exits_1_with_seed_and_replay_command(run: Invoke) -> None:

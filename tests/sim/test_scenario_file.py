@@ -175,6 +175,14 @@ BAD = [
      "agent.turns: expected 1 <= min <= max <= 1,000, got [5, 2]"),
     ('mcp_tools = "nowhere.json"\n', "nowhere.json: no such file"),
     ("[executor\n", "not valid TOML: "),
+    ('[[tools]]\nname = "t"\nregistered = false\neffect = "read"\n',
+     "tools.t.registered: a tool never registered has no ToolPolicy or hints"),
+    ('[agent]\nhints_may_lower = false\n[[tools]]\nname = "t"\n',
+     "agent.hints_may_lower: a floor needs a default effect"),
+    ('[approvals]\nown_deadline = 2\n[[tools]]\nname = "t"\n',
+     "approvals.own_deadline: expected a probability between 0 and 1, got 2"),
+    ('[faults]\nrestarts_while_waiting = -1\n[[tools]]\nname = "t"\n',
+     "faults.restarts_while_waiting: expected a probability between 0 and 1, got -1"),
 ]
 
 
@@ -241,3 +249,17 @@ def test_a_seed_too_large_to_hold_is_refused_before_it_runs(
 def test_a_fault_rate_is_at_most_one_a_second() -> None:
     with pytest.raises(SpecError, match="per hour between 0 and 3600, got 3601"):
         load(SUPPORT, [("faults.server_restarts_per_hour", "3601")])
+
+
+BACK_OFFICE = str(EXAMPLES / "back_office.toml")
+
+
+def test_the_back_office_example_reaches_every_shape_and_passes() -> None:
+    spec = load(BACK_OFFICE)
+    assert tools(spec)["list_vendors"] == (_E.IDEMPOTENT_WRITE, PolicySource.SESSION_DEFAULT,
+                                           False)
+    assert tools(spec)["pay_invoice"][:2] == (_E.IDEMPOTENT_WRITE, PolicySource.TOOL_POLICY)
+    assert not next(t for t in spec.tools if t.name == "legacy_export").registered
+    result = simulate(spec, range(4), reference)
+    assert result.ok
+    assert all(n > 0 for n in result.campaign.totals.shapes), result.campaign.totals.shapes

@@ -34,6 +34,10 @@ from atmostonce.spec.properties import PropertyId
 from atmostonce.spec.protocol import TimerKind
 from atmostonce.spec.session import ToolCallStatus
 
+EARLY = 0.001
+"""Seconds by which an approval deadline may seem to fire before the call's kept deadline:
+the harness notes the ask just before the executor takes it."""
+
 
 class AttemptChecks(CheckerState):
     """Judges of `TimerStarted`, `TimerFired`, `HandedOut`, `Cancelled`, `StartDelivered`,
@@ -84,6 +88,12 @@ class AttemptChecks(CheckerState):
         if e.kind is TimerKind.APPROVAL_DEADLINE:
             c = self._calls.get(e.key)
             if c is not None:
+                kept = c.asked_at + c.deadline
+                if c.approval is WAITING and e.at < kept - EARLY:
+                    self._bad(PropertyId.A_APPROVAL, c,
+                              f"the approval deadline rejected the call {e.at - c.asked_at:.3f}s "
+                              f"after its ask, before the {c.deadline:g}s it kept (D-32)",
+                              c.pos, pos)
                 new, _ = answer(c.approval, ApprovalEvent.DEADLINE)
                 if new is not c.approval:
                     c.approval = new
