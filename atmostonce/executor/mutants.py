@@ -198,6 +198,10 @@ class _OneAttemptTooMany(ReferenceExecutor):
         kept = super().max_attempts(policy)
         return kept + 1 if kept > 1 else kept
 
+class _AttemptsCappedAtTwo(ReferenceExecutor):
+    def max_attempts(self, policy: EffectivePolicy) -> int:
+        return min(super().max_attempts(policy), 2)
+
 
 def retry_non_idempotent(config: ExecutorConfig) -> Executor:
     """A single-attempt call whose worker was lost gets a second attempt (TC-EFF-NONIDEM)."""
@@ -304,6 +308,13 @@ def one_attempt_too_many(config: ExecutorConfig) -> Executor:
     return _OneAttemptTooMany(config)
 
 
+def attempts_capped_at_two(config: ExecutorConfig) -> Executor:
+    """A read or an idempotent write is given up on after two attempts whatever max_attempts
+    says: a retry cap written as a constant (TC-REC-RETRY). Only bounds of three or more
+    attempts tell it apart."""
+    return _AttemptsCappedAtTwo(config)
+
+
 _MUTANTS: tuple[ExecutorMutant, ...] = (
     ExecutorMutant("retry_non_idempotent", retry_non_idempotent, "TC-EFF-NONIDEM",
                    "a single-attempt call whose worker was lost gets a second attempt",
@@ -360,6 +371,9 @@ _MUTANTS: tuple[ExecutorMutant, ...] = (
     ExecutorMutant("one_attempt_too_many", one_attempt_too_many, "TC-REC-RETRY",
                    "a read or an idempotent write gets one attempt more than max_attempts",
                    PropertyId.A_EXHAUSTED_RECORD),
+    ExecutorMutant("attempts_capped_at_two", attempts_capped_at_two, "TC-REC-RETRY",
+                   "a read or an idempotent write is given up on after two attempts when "
+                   "max_attempts allows more", PropertyId.A_EXHAUSTED_RECORD),
 )
 
 EXECUTOR_MUTANTS: dict[str, ExecutorMutant] = {m.name: m for m in _MUTANTS}
