@@ -84,10 +84,9 @@ class DeepLock(Lockstep):
     def beating(self) -> list[Step]:
         """The heartbeats that can be sent now: one per run a worker has going and has
         reported started, while its connection is up or cut (a cut one is held)."""
-        return sorted((RENEW, call, self.workers.index(w)) for (call, _), run in self.runs.items()
-                      if run.started_sent
-                      for w in self.workers if w.name == run.worker
-                      and w.connection in ("up", "cut"))
+        heard = {w.name: i for i, w in enumerate(self.workers) if w.connection in ("up", "cut")}
+        return sorted((RENEW, call, heard[run.worker]) for (call, _), run in self.runs.items()
+                      if run.started_sent and run.worker in heard)
 
     def renew(self, call: int, w: int) -> None:
         """Worker `w` heartbeats for its run of `call`: nothing the model shows changes, and a
@@ -148,6 +147,19 @@ def replay(executor: str | p.ExecutorFactory, program: Sequence[Step],
         lock.take(tuple(step))  # type: ignore[arg-type]
 
 
+def _steps_of(kinds: frozenset[str], name: str, doc: str) -> Callable[..., None]:
+    """A rule of the machine, called `name`: one of the steps of `kinds` the model allows."""
+    def take_one(self: ExecutorMatchesModel, choice: int) -> None:
+        labels = self.lock.enabled_of(kinds)
+        self._take(labels[choice % len(labels)])
+
+    take_one.__name__ = take_one.__qualname__ = name
+    take_one.__doc__ = doc
+    allowed: Callable[[ExecutorMatchesModel], bool] = lambda self: bool(  # noqa: E731
+        self.lock.enabled_of(kinds))
+    return precondition(allowed)(rule(choice=CHOICE)(take_one))
+
+
 class ExecutorMatchesModel(RuleBasedStateMachine):
     """Drives `executor` (`module:factory`, or the factory) and the model under `config` in
     lockstep; Hypothesis shrinks a disagreement to the shortest program that shows it, and the
@@ -196,40 +208,16 @@ class ExecutorMatchesModel(RuleBasedStateMachine):
         for shape in sorted(self.lock.reached - before):
             self.reaches(shape)
 
-    def _one_of(self, kinds: frozenset[str], choice: int) -> None:
-        labels = self.lock.enabled_of(kinds)
-        self._take(labels[choice % len(labels)])
-
-    @precondition(lambda self: bool(self.lock.enabled_of(AGENT)))
-    @rule(choice=CHOICE)
-    def agent(self, choice: int) -> None:
-        """The agent's model asks, or asks again; the developer changes a policy."""
-        self._one_of(AGENT, choice)
-
-    @precondition(lambda self: bool(self.lock.enabled_of(PEOPLE)))
-    @rule(choice=CHOICE)
-    def person(self, choice: int) -> None:
-        """A person approves or rejects a waiting call, or its approval deadline passes."""
-        self._one_of(PEOPLE, choice)
-
-    @precondition(lambda self: bool(self.lock.enabled_of(WORK)))
-    @rule(choice=CHOICE)
-    def work(self, choice: int) -> None:
-        """A worker polls, gets its go-ahead, starts, applies an effect or finishes."""
-        self._one_of(WORK, choice)
-
-    @precondition(lambda self: bool(self.lock.enabled_of(FAULTS)))
-    @rule(choice=CHOICE)
-    def fault(self, choice: int) -> None:
-        """A fault: a crash, a cut connection and its end, a worker declared lost or back, a
-        time-out, a queue time-out, a server restart."""
-        self._one_of(FAULTS, choice)
-
-    @precondition(lambda self: bool(self.lock.enabled_of(RECONCILE)))
-    @rule(choice=CHOICE)
-    def reconcile(self, choice: int) -> None:
-        """The reconcile job runs, or crashes after one report."""
-        self._one_of(RECONCILE, choice)
+    agent = _steps_of(AGENT, "agent", "The agent's model asks, or asks again; the developer "
+                      "changes a policy.")
+    person = _steps_of(PEOPLE, "person", "A person approves or rejects a waiting call, or its "
+                       "approval deadline passes.")
+    work = _steps_of(WORK, "work", "A worker polls, gets its go-ahead, starts, applies an effect "
+                     "or finishes.")
+    fault = _steps_of(FAULTS, "fault", "A crash, a cut connection or its end, a worker declared "
+                      "lost or back, a time-out, a queue time-out, a server restart.")
+    reconcile = _steps_of(RECONCILE, "reconcile", "The reconcile job runs, or crashes after one "
+                          "report.")
 
     @precondition(lambda self: not self.lock.enabled_of(ALL) and not self.lock.beating())
     @rule()
