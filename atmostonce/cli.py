@@ -75,7 +75,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
                             "engine (they need a sans-IO executor); give spec, model or runtime")
     else:
         subject = DEFAULT_EXECUTOR if args.executor is None else args.executor
-        checks = verify.plan(subject, load_factory(subject), layers, report)
+        checks = verify.plan(subject, load_factory(subject), layers, report, args.seed)
     with progress.board(args.json) as shown:
         results = verify.run(checks, shown)
     passed = all(r.ok for r in results)
@@ -113,7 +113,8 @@ def _verify_command(args: argparse.Namespace) -> str:
     """The verify command line as the report shows it."""
     parts = ["atmostonce verify"]
     for flag, value in (("--executor", args.executor), ("--engine", args.engine),
-                        ("--layers", args.layers), ("--report", args.report)):
+                        ("--layers", args.layers), ("--report", args.report),
+                        ("--seed", args.seed or None)):
         if value is not None:
             parts.append(f"{flag} {value}")
     return " ".join(parts)
@@ -255,7 +256,10 @@ def build_parser() -> argparse.ArgumentParser:
         "verify", help="run every verification layer and print a verdict",
         description="Run every layer (the spec's clause coverage and CrossHair proofs, the "
         "exhaustive model check at the default bound, conformance of the executor to the model "
-        "over every schedule within a depth) and print a verdict; exit 0 only when everything "
+        "over every schedule within a depth, then deeper in the deep lockstep, a seeded "
+        "Hypothesis search of programs with three attempts, two calls a turn, restarts while a "
+        "call waits and heartbeats, its failures shrunk to a test one can paste) and print a "
+        "verdict; exit 0 only when everything "
         "holds, 1 with the counterexample when the executor breaks the spec, 2 when the "
         "executor path cannot be loaded.",
     )
@@ -270,6 +274,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "simulation, which need a sans-IO executor, are listed as not checkable")
     verify.add_argument("--layers", metavar="LIST",
                         help="comma-separated layers to run (default: all of them)")
+    verify.add_argument("--seed", type=arguments.seed, default=0, metavar="N",
+                        help="seed of the conformance layer's deep lockstep, a Hypothesis "
+                        "search derandomized by it (default 0); a failure prints the command "
+                        "that runs it again")
     verify.add_argument("--json", action="store_true", help="print one JSON object")
     verify.add_argument("--report", type=arguments.output_file, metavar="FILE.html",
                         help="also write a self-contained HTML page: the verdict, each layer's "

@@ -198,6 +198,44 @@ def check_conformance(path: str, factory: ExecutorFactory, report: bool = False,
     return checked
 
 
+def check_deep_lockstep(path: str, seed: int, report: bool = False,
+                        meter: Meter = QUIET) -> CheckResult:
+    """The deep lockstep (`atmostonce.check.lockstep.deep`): Hypothesis programs, derandomized
+    by `seed`, drive the executor and the model together at bounds beyond the exhaustive depth
+    (three attempts, two calls a turn, restarts while a call waits, heartbeats); a disagreement
+    is shrunk to its shortest program, printed as a test to paste, with the command that runs
+    the stage again."""
+    from atmostonce.check.lockstep.deep import DEEP_EXAMPLES, DEEP_STEPS, program_text, run_deep
+
+    meter.update(0, total=DEEP_EXAMPLES)
+    result = run_deep(path, seed, progress=meter.update)
+    details: list[str] = []
+    verdict = "0 disagreements"
+    failure = result.failure
+    if failure is not None:
+        verdict = "THE EXECUTOR BROKE THE PROTOCOL" if failure.breach else "DISAGREES"
+        details = [str(failure), f"shortest program ({len(failure.program)} steps), as a test "
+                   f"to paste:\n{program_text(path, failure.program)}",
+                   f"replay: atmostonce verify --executor {path} --layers conformance "
+                   f"--seed {seed}"]
+    checked = CheckResult(
+        "conformance", "deep lockstep", failure is None,
+        f"{result.programs:,} programs, {result.steps:,} steps (at most {DEEP_STEPS} each; "
+        f"3 attempts, 2 calls a turn, restarts while waiting, heartbeats), seed {seed}, "
+        f"{result.seconds:.1f} s; {verdict}",
+        details,
+        {"programs": result.programs, "steps": result.steps, "seed": seed,
+         "examples": DEEP_EXAMPLES, "max_steps": DEEP_STEPS, "seconds": result.seconds,
+         "executor": path,
+         "program": None if failure is None else [list(s) for s in failure.program]},
+    )
+    if report:
+        checked.section = Section("conformance", (checked.check(),), not_measured="the deep "
+                                  "lockstep draws its programs at random; its transitions are "
+                                  "not counted")
+    return checked
+
+
 def _conformance_section(checked: CheckResult, configs: tuple[ModelConfigT, ...],
                          failing: list[tuple[ModelConfigT, str, list[str], str]]) -> Section:
     """The layer's part of the report: the edges of every replayed schedule when all of them
@@ -379,9 +417,9 @@ def _no_factory(config: ExecutorConfig) -> Executor:
 
 
 def plan(path: str, factory: ExecutorFactory, layers: tuple[str, ...] = LAYERS,
-         report: bool = False) -> list[Planned]:
+         report: bool = False, seed: int = 0) -> list[Planned]:
     """The checks of the chosen layers, in order; with `report`, each also builds its part of
-    the HTML page (`CheckResult.section`)."""
+    the HTML page (`CheckResult.section`); `seed` derandomizes the deep lockstep."""
     checks = [
         Planned("spec", "clause coverage", check_clause_coverage),
         Planned("spec", "CrossHair proofs", check_proofs),
@@ -389,6 +427,8 @@ def plan(path: str, factory: ExecutorFactory, layers: tuple[str, ...] = LAYERS,
                 lambda meter: check_model(report, meter)),
         Planned("conformance", "conformance",
                 lambda meter: check_conformance(path, factory, report, meter)),
+        Planned("conformance", "deep lockstep",
+                lambda meter: check_deep_lockstep(path, seed, report, meter)),
         Planned("simulation", "fault simulation",
                 lambda meter: check_simulation(path, factory, report, meter)),
         Planned("runtime", "chaos on the real runtime",
@@ -403,7 +443,8 @@ def run(checks: list[Planned], shown: Board | None = None) -> list[CheckResult]:
     results: list[CheckResult] = []
     for planned in checks:
         meter = QUIET if shown is None else shown.meter(f"{planned.layer}: {planned.name}",
-                                                        unit=UNITS.get(planned.layer, ""))
+                                                        unit=UNITS.get(planned.name, UNITS.get(
+                                                            planned.layer, "")))
         try:
             results.append(planned.check(meter))
         except Exception as error:
@@ -412,8 +453,9 @@ def run(checks: list[Planned], shown: Board | None = None) -> list[CheckResult]:
     return results
 
 
-UNITS = {"model": "states", "conformance": "schedules", "simulation": "seeds", "runtime": "s"}
-"""What each layer's line of the live display counts."""
+UNITS = {"model": "states", "conformance": "schedules", "deep lockstep": "programs",
+         "simulation": "seeds", "runtime": "s"}
+"""What each layer's (or check's, by name) line of the live display counts."""
 
 
 def stopped(planned: Planned, error: Exception) -> CheckResult:

@@ -122,3 +122,29 @@ def test_the_port_rewrite_changes_only_the_ports() -> None:
             expected[argv.index("--port") + 1] = "0"
         assert rewritten == expected
         assert rewritten != argv
+
+
+def lockstep_example() -> str:
+    (block,) = blocks(section("The lockstep in your own tests"), "python")
+    return block
+
+
+@pytest.mark.parametrize(("executor", "outcome"), [
+    ("atmostonce.executor:reference", "1 passed"),
+    ("atmostonce.executor.mutants:attempts_capped_at_two", "1 failed"),
+])
+def test_the_readme_lockstep_example_runs_as_a_test_file(tmp_path: Path, executor: str,
+                                                         outcome: str) -> None:
+    """The block, saved as a test file and run by pytest, passes the reference executor as
+    written, and fails with a program to paste when it names a broken one instead."""
+    code = lockstep_example()
+    written = "atmostonce.executor:reference"
+    assert code.count(written) == 1
+    (tmp_path / "test_mine.py").write_text(code.replace(written, executor))
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "test_mine.py"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=300 * patience(), check=False,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert outcome in done.stdout, done.stdout + done.stderr
+    if outcome == "1 failed":
+        assert "replay('atmostonce.executor.mutants:attempts_capped_at_two', [" in done.stdout

@@ -205,6 +205,10 @@ class _OneAttemptTooMany(ReferenceExecutor):
         kept = super().max_attempts(policy)
         return kept + 1 if kept > 1 else kept
 
+class _AttemptsCappedAtTwo(ReferenceExecutor):
+    def max_attempts(self, policy: EffectivePolicy) -> int:
+        return min(super().max_attempts(policy), 2)
+
 
 class _AskDeadlineIgnored(ReferenceExecutor):
     def ask_deadline(self, tool: str, asked: float | None) -> float:
@@ -359,6 +363,13 @@ def ask_deadline_ignored(config: ExecutorConfig) -> Executor:
     return _AskDeadlineIgnored(config)
 
 
+def attempts_capped_at_two(config: ExecutorConfig) -> Executor:
+    """A read or an idempotent write is given up on after two attempts whatever max_attempts
+    says: a retry cap written as a constant (TC-REC-RETRY). Only bounds of three or more
+    attempts tell it apart."""
+    return _AttemptsCappedAtTwo(config)
+
+
 _MUTANTS: tuple[ExecutorMutant, ...] = (
     ExecutorMutant("retry_non_idempotent", retry_non_idempotent, "TC-EFF-NONIDEM",
                    "a single-attempt call whose worker was lost gets a second attempt",
@@ -427,6 +438,9 @@ _MUTANTS: tuple[ExecutorMutant, ...] = (
     ExecutorMutant("ask_deadline_ignored", ask_deadline_ignored, "D-32",
                    "a call keeps its tool's or the executor's approval deadline, not the one "
                    "its ask set", PropertyId.A_APPROVAL),
+    ExecutorMutant("attempts_capped_at_two", attempts_capped_at_two, "TC-REC-RETRY",
+                   "a read or an idempotent write is given up on after two attempts when "
+                   "max_attempts allows more", PropertyId.A_EXHAUSTED_RECORD),
 )
 
 EXECUTOR_MUTANTS: dict[str, ExecutorMutant] = {m.name: m for m in _MUTANTS}

@@ -25,14 +25,18 @@ from atmostonce.spec.step_kinds import StepKind
 class EnvironmentActions(LockstepState):
     """The environment's actions, one per kind of model step."""
 
+    calls_per_turn = 1
+    """How many calls in a row the agent's model asks in one turn: call i is in turn
+    i // calls_per_turn. The model knows no turns; the executor sees them in the keys."""
+
     def _new_call(self, tool: int) -> None:
         i = len(self.keys)
-        key = f"{SESSION}/turn-{i}/call-{i}"
+        turn = f"turn-{i // self.calls_per_turn}"
+        key = f"{SESSION}/{turn}/call-{i}"
         self.keys.append(key)
         self.tools.append(self.config.tools[tool].name)
         self.asked_clock[key] = self.clock
-        self._send(p.Ask(self.clock, SESSION, f"turn-{i}", f"call-{i}",
-                         self.config.tools[tool].name))
+        self._send(p.Ask(self.clock, SESSION, turn, f"call-{i}", self.config.tools[tool].name))
 
     def _do_ask(self, label: Label) -> None:
         self._new_call(label[1])

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import settings
-from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from atmostonce.check.lockstep.conformance import Lockstep, replay_schedules, schedules
 from atmostonce.executor import reference
@@ -16,6 +14,7 @@ from atmostonce.model.explorer import Explorer
 from atmostonce.model.system import System
 from atmostonce.spec.policy import EffectClass
 from atmostonce.spec.step_kinds import StepKind
+from atmostonce.testing import DEEP, ExecutorMatchesModel
 
 SMALL = DEFAULT.with_(faults=1)
 
@@ -84,44 +83,27 @@ def test_a_run_timeout_before_the_worker_is_heard_from_cancels_an_attempt_that_r
     assert lock.published == {lock.keys[0]: [record]}
 
 
-class ExecutorMatchesModel(RuleBasedStateMachine):
-    """Drives the reference executor and the model together, one enabled model step at a time;
-    Hypothesis shrinks a disagreement to the shortest program that shows it."""
+@settings(max_examples=60, stateful_step_count=40)
+class ReferenceMatchesModel(ExecutorMatchesModel):
+    """The package's deep lockstep (`atmostonce.testing`) on the reference executor."""
 
-    config: ModelConfig = DEFAULT
-
-    @initialize()
-    def start(self) -> None:
-        self.lock = Lockstep(self.config, reference)
-
-    @rule(choice=st.integers(min_value=0, max_value=10_000))
-    def step(self, choice: int) -> None:
-        labels = self.lock.enabled()
-        if labels:
-            self.lock.step(labels[choice % len(labels)])
-
-    @invariant()
-    def agrees(self) -> None:
-        if hasattr(self, "lock"):
-            self.lock.compare()
+    executor = reference
 
 
-ExecutorMatchesModel.TestCase.settings = settings(
-    max_examples=60, stateful_step_count=40, deadline=None)
-TestExecutorMatchesModel = pytest.mark.clause("TC-REC-1", "TC-AMO-3", "D-4")(
-    ExecutorMatchesModel.TestCase)
+TestReferenceMatchesModel = pytest.mark.clause("TC-REC-1", "TC-AMO-3", "D-4", "D-12")(
+    ReferenceMatchesModel.TestCase)
 
 
-class ExecutorMatchesModelCancelFails(ExecutorMatchesModel):
+@settings(max_examples=30, stateful_step_count=40)
+class ReferenceMatchesModelCancelFails(ExecutorMatchesModel):
     """The same, with the executor and the model under D-4's other choice."""
 
-    config = DEFAULT.with_(cancel_records_failed=True)
+    executor = reference
+    config = DEEP.with_(cancel_records_failed=True)
 
 
-ExecutorMatchesModelCancelFails.TestCase.settings = settings(
-    max_examples=30, stateful_step_count=40, deadline=None)
-TestExecutorMatchesModelCancelFails = pytest.mark.clause("D-4", "F-7")(
-    ExecutorMatchesModelCancelFails.TestCase)
+TestReferenceMatchesModelCancelFails = pytest.mark.clause("D-4", "F-7")(
+    ReferenceMatchesModelCancelFails.TestCase)
 
 
 @pytest.mark.clause("D-22", "D-1")

@@ -3,11 +3,16 @@ the disagreement and the schedule that shows it."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
 import pytest
 
+from atmostonce import verify
+from atmostonce.check.executors.loading import load_factory
+from atmostonce.check.lockstep.deep import DEEP_EXAMPLES
+from atmostonce.executor import reference
 from atmostonce.executor.mutants import EXECUTOR_MUTANTS, ExecutorMutant
 from tests.load import patience
 
@@ -42,7 +47,47 @@ def test_verify_exits_1_for_the_executor_mutant(mutant: ExecutorMutant) -> None:
         capture_output=True, text=True, check=False, timeout=300 * patience())
     assert done.returncode == 1, done.stdout + done.stderr
     assert "DISAGREES" in done.stdout
-    assert "schedule:" in done.stdout
+    assert "schedule:" in done.stdout or "shortest program" in done.stdout
+
+
+@pytest.mark.clause("TC-REC-RETRY")
+def test_the_deep_lockstep_check_shows_its_figures_and_a_pasteable_program() -> None:
+    """verify's deep stage on a retry cap of two (which passes every schedule within the
+    exhaustive depth, two attempts: the command above shows it for the whole layer) fails with
+    its program, seed and replay command, and its JSON carries the figures."""
+    path = "atmostonce.executor.mutants:attempts_capped_at_two"
+    planned = [c for c in verify.plan(path, load_factory(path), ("conformance",), seed=3)
+               if c.name == "deep lockstep"]
+    (result,) = verify.run(planned)
+    deep = json.loads(json.dumps(result.as_json()))
+    assert not deep["ok"]
+    assert "DISAGREES" in result.summary
+    assert "seed 3" in result.summary
+    assert deep["seed"] == 3
+    assert deep["programs"] > 0
+    assert deep["steps"] > 0
+    assert deep["program"][0][0] == "ask"
+    assert f"replay({path!r}, [" in result.details[1]
+    assert result.details[2] == f"replay: atmostonce verify --executor {path} --layers " \
+        "conformance --seed 3"
+    (ok,) = verify.run([c for c in verify.plan("atmostonce.executor:reference",
+                                              reference, ("conformance",), seed=3)
+                        if c.name == "deep lockstep"])
+    assert ok.ok, ok.details
+    programs = ok.data["programs"]
+    assert isinstance(programs, int)
+    assert programs >= DEEP_EXAMPLES
+
+
+def test_verify_help_names_the_deep_stage_and_a_bad_seed_exits_2() -> None:
+    shown = subprocess.run([sys.executable, "-m", "atmostonce", "verify", "--help"],
+                           capture_output=True, text=True, check=True, timeout=60 * patience())
+    assert "deep lockstep" in " ".join(shown.stdout.split())
+    done = subprocess.run([sys.executable, "-m", "atmostonce", "verify", "--seed", "-1"],
+                          capture_output=True, text=True, check=False, timeout=60 * patience())
+    assert done.returncode == 2
+    assert "expected a seed >= 0" in done.stderr
+    assert done.stderr.count("\n") == 1
 
 
 @pytest.mark.parametrize(("path", "message"), [
