@@ -365,8 +365,9 @@ def ask_deadline_ignored(config: ExecutorConfig) -> Executor:
 
 def attempts_capped_at_two(config: ExecutorConfig) -> Executor:
     """A read or an idempotent write is given up on after two attempts whatever max_attempts
-    says: a retry cap written as a constant (TC-REC-RETRY). Only bounds of three or more
-    attempts tell it apart."""
+    says: a retry cap written as a constant (TC-REC-RETRY). Every schedule within the
+    exhaustive depth (two attempts) passes it; the deep lockstep and the probe of a
+    long-retried call catch it."""
     return _AttemptsCappedAtTwo(config)
 
 

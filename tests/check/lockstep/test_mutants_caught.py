@@ -53,8 +53,8 @@ def test_verify_exits_1_for_the_executor_mutant(mutant: ExecutorMutant) -> None:
 @pytest.mark.clause("TC-REC-RETRY")
 def test_the_deep_lockstep_check_shows_its_figures_and_a_pasteable_program() -> None:
     """verify's deep stage on a retry cap of two (which passes every schedule within the
-    exhaustive depth, two attempts: the command above shows it for the whole layer) fails with
-    its program, seed and replay command, and its JSON carries the figures."""
+    exhaustive depth, two attempts; the probe of a long-retried call catches it too) fails
+    with its program, seed and replay command, and its JSON carries the figures."""
     path = "atmostonce.executor.mutants:attempts_capped_at_two"
     planned = [c for c in verify.plan(path, load_factory(path), ("conformance",), seed=3)
                if c.name == "deep lockstep"]
