@@ -52,7 +52,7 @@ def test_the_skeleton_passes_verify_conformance_and_simulation(
     assert code == 0, out
     assert "[  ok] conformance" in out
     assert "[  ok] simulation" in out
-    assert "verdict: PASS (2 checks, 0 failed)" in out
+    assert "verdict: PASS (3 checks, 0 failed)" in out  # conformance, deep lockstep, simulation
 
 
 def test_a_one_line_break_of_the_skeleton_fails_verify_conformance(tmp_path: Path) -> None:
@@ -65,7 +65,7 @@ def test_a_one_line_break_of_the_skeleton_fails_verify_conformance(tmp_path: Pat
     assert run.returncode == 1, run.stdout + run.stderr
     assert "DISAGREES" in run.stdout
     assert "does not show the Started of its live attempt" in run.stdout
-    assert "verdict: FAIL (1 check, 1 failed)" in run.stdout
+    assert "verdict: FAIL (2 checks, 2 failed)" in run.stdout  # with the deep lockstep
 
 
 @pytest.mark.clause("D-6")
@@ -83,4 +83,4 @@ def test_a_skeleton_scheduler_that_ignores_the_fence_fails_both_layers(
     assert "the model hands out nothing here (fence on)" in out
     assert "A-FENCE" in out
     assert f"--executor {path}" in out
-    assert "verdict: FAIL (2 checks, 2 failed)" in out
+    assert "verdict: FAIL (3 checks, 2 failed)" in out  # the deep lockstep runs the fence off

@@ -114,8 +114,8 @@ def test_verify_text_marks_each_executor_layer_fail_and_exits_1() -> None:
     lines = done.stdout.splitlines()
     assert any(line.startswith("  [FAIL] conformance") for line in lines)
     assert any(line.startswith("  [FAIL] simulation") for line in lines)
-    assert done.stdout.count("raised RuntimeError: cannot take the call") == 2
-    assert lines[-1] == "verdict: FAIL (2 checks, 2 failed)"
+    assert done.stdout.count("raised RuntimeError: cannot take the call") >= 2
+    assert lines[-1] == "verdict: FAIL (3 checks, 3 failed)"  # the deep lockstep too
 
 
 def test_a_factory_that_cannot_build_an_executor_is_still_bad_input() -> None:

@@ -24,9 +24,11 @@ CAPPED = EXECUTOR_MUTANTS["attempts_capped_at_two"]
 
 @pytest.mark.clause("TC-REC-RETRY", "TC-REC-1", "D-8", "D-12")
 def test_the_reference_agrees_and_the_programs_reach_every_deep_shape() -> None:
-    result = run_deep("atmostonce.executor:reference", 0, examples=60)
+    # verify's own budget: since the model's bound restarts while a call waits, 60 programs
+    # at seed 0 reach no third attempt (300 reach 12)
+    result = run_deep("atmostonce.executor:reference", 0, examples=300)
     assert result.failure is None, result.failure
-    assert result.programs >= 60
+    assert result.programs >= 300
     assert result.steps > 5 * result.programs
     assert all(result.reached[shape] > 0 for shape in SHAPES), result.reached
 
