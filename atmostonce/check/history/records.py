@@ -160,7 +160,7 @@ class RecordChecks(CheckerState):
             self._bad(PropertyId.A_ONE_RECORD, c, f"a tool_call_finished event with status "
                       f"{status.value}, which is no record", pos)
             return
-        if c.record is not None and status is c.record:
+        if c.record is None or status is c.record:
             self._judge_error(c, status, e.error, "the event", pos)
         if c.published is not None:
             if status is not c.published:
@@ -183,7 +183,6 @@ class RecordChecks(CheckerState):
             return
         if c.record is None:
             self._recorded(c, status, e.error, pos, e.at)
-            self._judge_error(c, status, e.error, "the event", pos)
 
     def _recorded(self, c: Call, status: ToolCallStatus, error: str, pos: int,
                   at: float) -> None:
