@@ -44,6 +44,8 @@ AFTER = 1e-6
 
 _RUN_ENDS = {"returned": h.RunEnd.RETURNED, "tool_failed": h.RunEnd.TOOL_FAILED,
              "stopped": h.RunEnd.STOPPED}
+_SAYS_OUTPUT = (h.RunEnd.RETURNED, h.RunEnd.TOOL_FAILED)
+"""The ends whose output the ledger keeps: what the tool returned or the failure it reported."""
 
 
 class _Entries:
@@ -119,7 +121,8 @@ def _snapshots(out: _Entries, obs: Observations, asked: dict[str, float]) -> Non
             sightings.append((at, len(sightings),
                               h.SnapshotSeen(at, key, view.status, view.error,
                                              view.idempotency_key, h.unreached_of(view),
-                                             snap.results.get(key, ()))))
+                                             snap.results.get(key, ()), h.kept_of(view),
+                                             h.progress_of(view))))
     sightings.sort(key=lambda s: s[:2])
     last: dict[str, tuple[str, str, str, tuple[str, ...] | None]] = {}
     for _, _, seen in sightings:
@@ -162,8 +165,7 @@ def _ledger(out: _Entries, runs: Sequence[LedgerRun], writes: Sequence[Write], l
         ended = run_end(run, witnessed.get(where, ()), deaths.get(run.worker),
                         pauses.get(run.worker, ()) if pauses_stop_runs else (), config.lease)
         if ended is not None:
-            output = run.output if run.ended is not None and ended[1] is h.RunEnd.RETURNED \
-                else None
+            output = run.output if run.ended is not None and ended[1] in _SAYS_OUTPUT else None
             out.put(h.RunEnded(ended[0], number, ended[1], output), LEDGER)
 
 

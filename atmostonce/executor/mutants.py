@@ -41,6 +41,7 @@ from atmostonce.spec.records import (
     Outcome,
     Record,
     decide,
+    failure_text,
 )
 from atmostonce.spec.session import ToolCallFinished, ToolCallStatus
 
@@ -328,6 +329,14 @@ class _DidNotRunWordingDropped(ReferenceExecutor):
         super().finalize(call, outcome, output, at, out)
 
 
+class _ToolFailureDropped(ReferenceExecutor):
+    def finalize(self, call: Call, outcome: Outcome, output: str, at: float,
+                 out: list[Command]) -> None:
+        if outcome.failure is FailureKind.TOOL_ERROR:
+            outcome = replace(outcome, error=failure_text(FailureKind.TOOL_ERROR))
+        super().finalize(call, outcome, output, at, out)
+
+
 class _DeadlineAfreshAtRestart(ReferenceExecutor):
     def resume(self, call: Call, at: float, out: list[Command]) -> None:
         before = len(out)
@@ -342,6 +351,12 @@ def did_not_run_wording_dropped(config: ExecutorConfig) -> Executor:
     did-not-run opening, alike in its snapshot, its event and its tool result (TC-REC-NOTRUN):
     no copy disagrees with another, only with the page."""
     return _DidNotRunWordingDropped(config)
+
+
+def tool_failure_dropped(config: ExecutorConfig) -> Executor:
+    """A call the tool's own failure decided records failed without that failure, alike in
+    every copy (D-3): the model never reads what went wrong."""
+    return _ToolFailureDropped(config)
 
 
 def deadline_afresh_at_restart(config: ExecutorConfig) -> Executor:
@@ -430,6 +445,9 @@ _MUTANTS: tuple[ExecutorMutant, ...] = (
     ExecutorMutant("did_not_run_wording_dropped", did_not_run_wording_dropped, "TC-REC-NOTRUN",
                    "a call that never reached a worker records failed without the did-not-run "
                    "opening, alike in every copy", PropertyId.A_RECORD_MEANING),
+    ExecutorMutant("tool_failure_dropped", tool_failure_dropped, "D-3",
+                   "a call the tool's own failure decided records failed without that failure, "
+                   "alike in every copy", PropertyId.A_RECORD_MEANING),
     ExecutorMutant("deadline_afresh_at_restart", deadline_afresh_at_restart, "D-32",
                    "a restart gives a waiting call its whole approval deadline again",
                    PropertyId.A_APPROVAL),

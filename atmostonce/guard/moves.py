@@ -21,10 +21,12 @@ from atmostonce.spec.policy import EffectClass
 from atmostonce.spec.records import (
     AttemptEnd,
     Outcome,
+    Record,
     RejectReason,
     classify_attempts,
     record_of,
     rejected,
+    unknown_detail,
 )
 
 
@@ -73,4 +75,5 @@ def next_move(has_result: bool, approval: ApprovalState, effect: EffectClass,
     decision = classify_attempts(effect, lost, max_attempts)
     if decision.retry:
         return Run(len(ends) + 1)
-    return Settle(record_of(decision))
+    unknown = decision.record is Record.OUTCOME_UNKNOWN
+    return Settle(record_of(decision, unknown_detail(lost[-1]) if unknown else ""))

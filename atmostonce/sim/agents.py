@@ -235,7 +235,8 @@ class SimulatedAgents:
             if seen.get(key) != now:
                 seen[key] = now
                 loop.record(h.SnapshotSeen(loop.now, key, view.status, view.error,
-                                           view.idempotency_key, h.unreached_of(view), shown))
+                                           view.idempotency_key, h.unreached_of(view), shown,
+                                           h.kept_of(view), h.progress_of(view)))
                 if view.status.final:
                     self.on_record(key, view.status)
 

@@ -176,7 +176,7 @@ class Worker:
         loop = self.loop
         output = f"result of {run.tool}" if ok else f"{run.tool} failed"
         loop.record(h.RunEnded(loop.now, run.id, RUN_RETURNED if ok else RUN_TOOL_FAILED,
-                               output if ok else None))
+                               output))
         conn = run.conn
         self.network.up(conn, p.Finished, (conn.id, run.attempt, ok, output))
         self._idle()

@@ -67,6 +67,22 @@ def test_a_tool_result_without_its_error_is_caught_on_the_runtime_from_the_snaps
     assert all(gone(pid) for pid in result.pids)
 
 
+@pytest.mark.clause("D-3")
+def test_a_failed_record_without_the_tools_failure_is_caught_against_the_ledger() -> None:
+    """No fault is needed: the ledger keeps the failure each failing run reported, and the
+    mutant's records leave it out of the error in every copy alike."""
+    result = run_chaos(ChaosOptions(duration=3, nemesis=(), seed=2,
+                                    executor="atmostonce.executor.mutants:"
+                                    "tool_failure_dropped"))
+    assert not result.ok
+    caught = [v for v in result.violations if v.property == PropertyId.A_RECORD_MEANING]
+    assert caught, [v.line() for v in result.violations]
+    assert "reported a failure for order" in caught[0].message
+    assert "(D-3)" in caught[0].message
+    assert {v.property for v in result.violations} == {PropertyId.A_RECORD_MEANING}
+    assert all(gone(pid) for pid in result.pids)
+
+
 @pytest.mark.clause("TC-REC-RETRY", "D-9")
 def test_an_attempt_beyond_max_attempts_is_caught_on_the_runtime_alone() -> None:
     """No fault is needed: a read or an idempotent write asked to run longer than the run

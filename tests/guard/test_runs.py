@@ -31,9 +31,13 @@ from atmostonce.spec.records import (
     FailureKind,
     Record,
     failure_text,
+    unknown_detail,
 )
 from atmostonce.spec.session import OUTCOME_UNKNOWN_TOOL_RESULT
 from tests.guard.conftest import Children, effects
+
+LOST = f"{OUTCOME_UNKNOWN_ERROR}: {unknown_detail(AttemptEnd.WORKER_LOST)}"
+"""The error of a call whose attempt began in a process that died: the failure in it."""
 
 KEY = "s/t1/c1"
 FAST = GuardSettings(retry_backoff=0.0)
@@ -131,8 +135,7 @@ def test_a_kill_between_intent_and_result_is_outcome_unknown_never_a_second_run(
     guard = Guard(journal)
     result = finished(asyncio.run(guard.run(KEY, _returns("ran again"))))
     assert effects(ran) == [f"{KEY}#1"]
-    assert (result.outcome.record, result.outcome.error) == (Record.OUTCOME_UNKNOWN,
-                                                             OUTCOME_UNKNOWN_ERROR)
+    assert (result.outcome.record, result.outcome.error) == (Record.OUTCOME_UNKNOWN, LOST)
     assert result_text(result).startswith(OUTCOME_UNKNOWN_TOOL_RESULT)
     assert [a.end for a in guard.attempts(KEY)] == [AttemptEnd.WORKER_LOST]
     after = children.start(journal, KEY, effect, ran, "return")
@@ -144,7 +147,7 @@ def test_a_kill_between_intent_and_result_is_outcome_unknown_never_a_second_run(
 @pytest.mark.clause("TC-REC-RETRY", "TC-REC-EXHAUST-READ", "TC-REC-EXHAUST-OTHER", "TC-KEY-1")
 @pytest.mark.parametrize(("effect", "record", "error"), [
     ("read", Record.FAILED, failure_text(FailureKind.MAY_HAVE_RUN)),
-    ("idempotent_write", Record.OUTCOME_UNKNOWN, OUTCOME_UNKNOWN_ERROR)])
+    ("idempotent_write", Record.OUTCOME_UNKNOWN, LOST)])
 def test_attempts_are_counted_across_processes_up_to_max_attempts(
         tmp_path: Path, children: Children, effect: str, record: Record, error: str) -> None:
     """Three processes each killed mid-tool: three attempts with the same key, then the record

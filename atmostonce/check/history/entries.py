@@ -41,6 +41,7 @@ from dataclasses import dataclass, fields
 from atmostonce.spec.policy import EffectClass, ToolHints, ToolPolicy
 from atmostonce.spec.protocol import TimerKind
 from atmostonce.spec.reconcile import never_reached
+from atmostonce.spec.records import AttemptProgress
 from atmostonce.spec.session import AgentSnapshot, MessageRole, ToolCallStatus, ToolCallView
 
 
@@ -188,6 +189,12 @@ class SnapshotSeen(Entry):
     results: tuple[str, ...] | None = None
     """The tool results the same snapshot's session history holds for the call, in order;
     None when the harness did not read them (A-TOOL-RESULT)."""
+    kept: tuple[EffectClass, bool, float | None] | None = None
+    """The effect class, approval rule and approval deadline the snapshot says the call kept
+    (TC-SNAP-1, D-32); None when the engine shows no policy."""
+    progress: str | None = None
+    """The first attempt of the snapshot's history whose progress is not the one the page
+    names for how it ended (D-30); None when every one is, or there is no history."""
 
 
 @dataclass(slots=True, unsafe_hash=True)
@@ -230,7 +237,7 @@ class RunEnded(Entry):
     run: int
     end: RunEnd
     output: str | None = None
-    """What the tool returned, for a run that returned; None when the ledger does not say."""
+    """What the tool returned, or the failure it reported; None when the ledger does not say."""
 
 
 # -- faults -------------------------------------------------------------------------------------
@@ -285,6 +292,33 @@ def unreached_of(view: ToolCallView) -> bool | None:
     """`SnapshotSeen.unreached` for a call the snapshot shows: True for a recorded call whose
     history shows that no attempt reached a worker, which reconcile reports as not run (D-30)."""
     return True if view.status.final and never_reached(view) else None
+
+
+def kept_of(view: ToolCallView) -> tuple[EffectClass, bool, float | None] | None:
+    """`SnapshotSeen.kept`: what the snapshot says the call kept at ask time."""
+    if view.effect is None or view.requires_approval is None:
+        return None
+    return view.effect, view.requires_approval, view.approval_deadline
+
+
+def progress_of(view: ToolCallView) -> str | None:
+    """`SnapshotSeen.progress`: the first attempt of the call's history whose progress is not
+    what the page names for its end (D-30: NOT_STARTED for one that never reached a worker,
+    NOT_COMPLETED for one lost or cancelled after it did, which a journal that kept no
+    progress shows as UNSPECIFIED, none for one the tool answered)."""
+    if not view.history:
+        return None
+    for attempt in view.attempts:
+        end = attempt.end
+        if end is None:
+            continue
+        named = AttemptProgress.of_end(end)
+        if attempt.progress is not named and not (
+                named is AttemptProgress.NOT_COMPLETED
+                and attempt.progress is AttemptProgress.UNSPECIFIED):
+            shown = attempt.progress.value if attempt.progress is not None else "no progress"
+            return f"attempt {attempt.number} ended {end.value} and shows {shown}"
+    return None
 
 
 def tool_results(session_id: str, snapshot: AgentSnapshot) -> dict[str, tuple[str, ...]]:

@@ -31,11 +31,12 @@ from atmostonce.check.history.state import (
     with_article,
 )
 from atmostonce.spec.approval import ApprovalState
-from atmostonce.spec.policy import EffectivePolicy
+from atmostonce.spec.policy import EffectClass, EffectivePolicy
 from atmostonce.spec.properties import PropertyId
 from atmostonce.spec.reconcile import reported_keys
 from atmostonce.spec.records import (
     DID_NOT_RUN_PREFIX,
+    OUTCOME_UNKNOWN_ERROR,
     AttemptEnd,
     FailureKind,
     Outcome,
@@ -61,6 +62,11 @@ class RecordChecks(CheckerState):
                       f"the snapshot shows the key {e.idempotency_key!r} for this call",
                       c.pos, pos)
         status = e.status
+        if e.kept is not None:
+            self._judge_kept(c, e.kept, pos)
+        if e.progress is not None:
+            self._bad(PropertyId.A_RECORD_MEANING, c, f"the snapshot's history shows {e.progress}"
+                      ", not the progress the page names for that end (D-30)", c.pos, pos)
         if e.results is not None:
             self._tool_results(c, status, e.error, e.results, pos)
         if status is RUNNING or status is AWAITING_APPROVAL:
@@ -95,6 +101,27 @@ class RecordChecks(CheckerState):
         self._judge_error(c, status, e.error, "the snapshot", pos)
         if e.unreached:
             self._history_unreached(c, pos)
+
+    def _judge_kept(self, c: Call, kept: tuple[EffectClass, bool, float | None],
+                    pos: int) -> None:
+        """A-POLICY-SNAPSHOT for what the snapshot says the call kept at ask time: the effect
+        class and approval rule in force then (TC-SNAP-1), and for a call that needs approval
+        the deadline it kept where the engine shows one, none otherwise (D-32)."""
+        effect, approval, deadline = kept
+        policy = c.policy
+        if effect is not policy.effect or approval != policy.requires_approval:
+            shown = f"{effect.value}, {'approval' if approval else 'no approval'}"
+            self._bad(PropertyId.A_POLICY_SNAPSHOT, c,
+                      f"the snapshot says it kept {shown}, but the policy in force when it was "
+                      f"asked was {policy_text(policy)}", c.pos, pos)
+        elif approval and deadline is not None and abs(deadline - c.deadline) > _SAME_DEADLINE:
+            self._bad(PropertyId.A_POLICY_SNAPSHOT, c,
+                      f"the snapshot shows the approval deadline {deadline!r}, but the call "
+                      f"kept {c.deadline!r} s when it was asked (D-32)", c.pos, pos)
+        elif not approval and deadline is not None:
+            self._bad(PropertyId.A_POLICY_SNAPSHOT, c,
+                      f"the snapshot shows the approval deadline {deadline!r} for a call that "
+                      "needs no approval (D-32)", c.pos, pos)
 
     def _tool_results(self, c: Call, status: ToolCallStatus, error: str,
                       results: tuple[str, ...], pos: int) -> None:
@@ -218,11 +245,12 @@ class RecordChecks(CheckerState):
         """A-RECORD-MEANING for the error field, in each place the record is seen, judged by
         what happened to the call, never by the executor's other copies of it: a failed call
         no attempt of which reached a worker opens with the did-not-run wording
-        (TC-REC-NOTRUN); an outcome_unknown one carries its failure (TC-RCN-FIND); a rejected
-        one says whether a person or the deadline rejected it (TC-REC-REJ), and a failure it
-        names is the one the history shows; a cancelled
-        single attempt recorded failed, by D-4's other choice, says the tool may still be
-        running (F-7)."""
+        (TC-REC-NOTRUN); one the tool's own failure decided carries that failure as the ledger
+        shows it, since the model reads it (D-3); an outcome_unknown one carries its failure
+        (TC-RCN-FIND); a rejected one says whether a person or the deadline rejected it
+        (TC-REC-REJ), and a failure it names is the one the history shows; a cancelled single
+        attempt recorded failed, by D-4's other choice, says the tool may still be running
+        (F-7)."""
         wrong = ""
         if status is FAILED:
             reached = bool(c.handed or c.runs)
@@ -230,13 +258,16 @@ class RecordChecks(CheckerState):
             if not reached and c.result_ok is None and not error.startswith(DID_NOT_RUN_PREFIX):
                 wrong = ("no attempt reached a worker, yet it does not open with the page's "
                          f"{DID_NOT_RUN_PREFIX!r}")
+            elif c.result_ok is False:
+                wrong = _uncarried_failure(c, error)
             elif (c.single and current is not None and current.cause == GAVE_UP
                   and c.result_ok is None and self.config.cancel_records_failed
                   and not error.startswith(_MAY_STILL_BE_RUNNING)):
                 wrong = ("its attempt was cancelled after it reached a worker, yet it does not "
                          "say the tool may still be running (F-7)")
-        elif status is OUTCOME_UNKNOWN and not error.strip():
-            wrong = "it is empty, though the page puts the failure in the error"
+        elif status is OUTCOME_UNKNOWN and error.strip() in ("", OUTCOME_UNKNOWN_ERROR):
+            wrong = ("it names no failure, though the page puts the failure in the error "
+                     "(TC-RCN-FIND)")
         elif status is OUTCOME_UNKNOWN:
             wrong = _wrong_failure(c, error)
         elif status is REJECTED:
@@ -352,10 +383,21 @@ class RecordChecks(CheckerState):
 
 
 TOOL_ERROR_TEXT = failure_text(FailureKind.TOOL_ERROR)
+_SAME_DEADLINE = 1e-9
+"""How far apart two deadlines in seconds may be and still be the same one (float rounding)."""
 _MAY_STILL_BE_RUNNING = failure_text(FailureKind.MAY_STILL_BE_RUNNING)
 _ENDED = {end: unknown_detail(end) for end in AttemptEnd if unknown_detail(end)}
 _ENDED_TEXT = {AttemptEnd.WORKER_LOST: "was lost with its worker",
                AttemptEnd.CANCELLED: "was cancelled or timed out"}
+
+
+def _uncarried_failure(c: Call, error: str) -> str:
+    """What is wrong with a failed error the tool's own failure decided, when the ledger says
+    which failure its runs reported and the error carries none of them (D-3)."""
+    failures = [run.failure for run in c.runs if run.failure is not None]
+    if failures and not any(failure in error for failure in failures):
+        return f"the tool reported the failure {failures[0]!r}, which it does not carry (D-3)"
+    return ""
 
 
 def _wrong_failure(c: Call, error: str) -> str:

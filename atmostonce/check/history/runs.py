@@ -7,7 +7,13 @@ them; overlapping runs are collected as `DoubleRun`s."""
 from __future__ import annotations
 
 from atmostonce.check.history import entries as h
-from atmostonce.check.history.members import APPROVED, OUTCOME_UNKNOWN, REJECTED, RUN_RETURNED
+from atmostonce.check.history.members import (
+    APPROVED,
+    OUTCOME_UNKNOWN,
+    REJECTED,
+    RUN_RETURNED,
+    RUN_TOOL_FAILED,
+)
 from atmostonce.check.history.state import Call, CheckerState, DoubleRun, HistoryRun
 from atmostonce.spec.properties import PropertyId
 from atmostonce.spec.records import DID_NOT_RUN_PREFIX
@@ -91,6 +97,8 @@ class RunChecks(CheckerState):
             c.returned = True
             run.returned = True
             run.output = e.output
+        elif e.end is RUN_TOOL_FAILED:
+            run.failure = e.output
         if c.single:
             live = self._live_single.get(c.tool)
             if live is not None and run in live:

@@ -113,8 +113,8 @@ class Call:
 
 
 class HistoryRun:
-    __slots__ = ("attempt", "call", "live", "orphan", "orphan_ok", "output", "pos", "returned",
-                 "worker")
+    __slots__ = ("attempt", "call", "failure", "live", "orphan", "orphan_ok", "output", "pos",
+                 "returned", "worker")
 
     def __init__(self, call: Call, worker: str, attempt: Attempt | None, pos: int) -> None:
         self.call = call
@@ -129,6 +129,8 @@ class HistoryRun:
         self.returned = False
         self.output: str | None = None
         """What the run returned, when the ledger says."""
+        self.failure: str | None = None
+        """The failure the tool reported, when it reported one and the ledger says which."""
 
 
 class CheckerState:

@@ -38,7 +38,14 @@ from atmostonce.model.explorer import Explorer
 from atmostonce.model.layout import Label, State
 from atmostonce.model.system import System
 from atmostonce.spec import protocol as p
-from atmostonce.spec.records import Outcome, Record, RejectReason, failure_text, reject_text
+from atmostonce.spec.records import (
+    FailureKind,
+    Outcome,
+    Record,
+    RejectReason,
+    failure_text,
+    reject_text,
+)
 from atmostonce.spec.session import (
     AgentSnapshot,
     MessageRole,
@@ -126,10 +133,16 @@ class Lockstep(EnvironmentActions):
                 raise Disagreement(f"call {i} ({key}) is {view.status.value} on the executor "
                                    f"but {expected.value} in the model")
             if c[m.FK]:
-                opening = failure_text(m.FAILURE_OF_INDEX[c[m.FK]])
+                kind = m.FAILURE_OF_INDEX[c[m.FK]]
+                opening = failure_text(kind)
                 if not view.error.startswith(opening):
                     raise Disagreement(f"call {i} ({key}) failed with {view.error!r}, the model "
                                        f"says {opening!r}")
+                failures = self.failures.get(key, set())
+                if kind is FailureKind.TOOL_ERROR and not any(f in view.error for f in failures):
+                    raise Disagreement(f"call {i} ({key}) failed with {view.error!r}, which "
+                                       "carries none of the failures its tool reported "
+                                       f"{sorted(failures)!r} (D-3)")
             if c[m.CS] == m.C_REJECTED:
                 reason = RejectReason.DEADLINE if c[m.G] & m.G_DEADLINE else RejectReason.PERSON
                 if view.error != reject_text(reason):

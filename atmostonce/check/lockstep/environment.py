@@ -129,6 +129,8 @@ class EnvironmentActions(LockstepState):
             self._from_worker(worker, p.Started(self.clock, run.worker, run.attempt))
         output = f"output of {run.attempt}"
         self.outputs.setdefault(self.keys[label[1]], set()).add(output)
+        if not ok:
+            self.failures.setdefault(self.keys[label[1]], set()).add(output)
         self._from_worker(worker, p.Finished(self.clock, run.worker, run.attempt, ok, output))
 
     def _do_finish_ok(self, label: Label) -> None:

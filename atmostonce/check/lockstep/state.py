@@ -80,6 +80,8 @@ class LockstepState:
         self.published_errors: dict[str, list[str]] = {}
         self.outputs: dict[str, set[str]] = {}
         """What each call's runs reported, by key: a succeeded call's tool result is one."""
+        self.failures: dict[str, set[str]] = {}
+        """The failures each call's runs reported, by key: one reaches its error (D-3)."""
         self.replies: dict[str, p.Reply] = {}
         self.ledger_keys: set[str] = set()
         self.effects: dict[str, int] = {}

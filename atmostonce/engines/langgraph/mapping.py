@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 from atmostonce.spec.records import (
     OUTCOME_UNKNOWN_ERROR,
+    AttemptProgress,
     FailureKind,
     Outcome,
     Record,
@@ -124,8 +125,13 @@ def rejected(reason: RejectReason) -> ToolResult:
 
 
 def unknown() -> ToolResult:
-    """The attempt reached the tool and ended without a result: it may have taken effect."""
-    return _of(Outcome(Record.OUTCOME_UNKNOWN, OUTCOME_UNKNOWN_ERROR))
+    """The attempt reached the tool and ended without a result: it may have taken effect. The
+    error names that failure and its progress (TC-RCN-FIND, D-30)."""
+    return _of(Outcome(Record.OUTCOME_UNKNOWN, f"{OUTCOME_UNKNOWN_ERROR}: {_LOST_RUN}"))
+
+
+_LOST_RUN = ("the tool's run began and its end never reached the agent process "
+             f"{AttemptProgress.NOT_COMPLETED.tag()}")
 
 
 def exhausted(read: bool) -> ToolResult:

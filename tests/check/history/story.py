@@ -8,7 +8,13 @@ from atmostonce.check.history.checkers import check_history
 from atmostonce.spec.policy import EffectClass, ToolHints, ToolPolicy
 from atmostonce.spec.protocol import ExecutorConfig, TimerKind
 from atmostonce.spec.reconcile import report_text
-from atmostonce.spec.records import OUTCOME_UNKNOWN_ERROR, FailureKind, failure_text
+from atmostonce.spec.records import (
+    OUTCOME_UNKNOWN_ERROR,
+    AttemptEnd,
+    FailureKind,
+    failure_text,
+    unknown_detail,
+)
 from atmostonce.spec.session import ToolCallStatus
 
 S = ToolCallStatus
@@ -16,7 +22,8 @@ DID_NOT_RUN = failure_text(FailureKind.DID_NOT_RUN)
 MAY_STILL_RUN = failure_text(FailureKind.MAY_STILL_BE_RUNNING)
 MAY_HAVE_RUN = failure_text(FailureKind.MAY_HAVE_RUN)
 TOOL_ERROR = failure_text(FailureKind.TOOL_ERROR)
-UNKNOWN = OUTCOME_UNKNOWN_ERROR
+UNKNOWN = f"{OUTCOME_UNKNOWN_ERROR}: {unknown_detail(AttemptEnd.WORKER_LOST)}"
+UNKNOWN_CANCELLED = f"{OUTCOME_UNKNOWN_ERROR}: {unknown_detail(AttemptEnd.CANCELLED)}"
 READ = EffectClass.READ
 IDEM = EffectClass.IDEMPOTENT_WRITE
 NONIDEM = EffectClass.NON_IDEMPOTENT_WRITE

@@ -13,7 +13,14 @@ from atmostonce.spec.approval import REPLY_TEXT, ApprovalReply
 from atmostonce.spec.policy import EffectClass, ToolHints, ToolPolicy
 from atmostonce.spec.properties import Kind, PropertyId, of_kind
 from atmostonce.spec.protocol import ExecutorConfig, TimerKind
-from atmostonce.spec.records import AttemptEnd, RejectReason, reject_text, unknown_detail
+from atmostonce.spec.records import (
+    OUTCOME_UNKNOWN_ERROR,
+    AttemptEnd,
+    AttemptProgress,
+    RejectReason,
+    reject_text,
+)
+from atmostonce.spec.session import AttemptView, ToolCallView
 from tests.check.history.story import (
     DID_NOT_RUN,
     IDEM,
@@ -23,6 +30,7 @@ from tests.check.history.story import (
     READ,
     TOOL_ERROR,
     UNKNOWN,
+    UNKNOWN_CANCELLED,
     S,
     Story,
 )
@@ -415,7 +423,8 @@ def _cancelled_single_attempt(config: ExecutorConfig, status: S, error: str) -> 
 def test_by_default_a_cancelled_single_attempt_records_outcome_unknown() -> None:
     """D-4 as Dex has it: the cancelled write is outcome_unknown, and its late write and its
     run going on after the record are the documented shape."""
-    s = _cancelled_single_attempt(ExecutorConfig(max_attempts=1), S.OUTCOME_UNKNOWN, UNKNOWN)
+    s = _cancelled_single_attempt(ExecutorConfig(max_attempts=1), S.OUTCOME_UNKNOWN,
+                                  UNKNOWN_CANCELLED)
     assert s.properties() == {PropertyId.E_RECONCILE_ONCE}  # not reconciled yet
     s.report("s/t1/c1")
     assert s.properties() == set()
@@ -495,9 +504,75 @@ def test_a_record_meaning_catches_an_outcome_unknown_record_without_its_failure(
 
     assert unknown(UNKNOWN) == set()
     assert unknown("") == {PropertyId.A_RECORD_MEANING}
-    assert unknown(f"{UNKNOWN}: {unknown_detail(AttemptEnd.WORKER_LOST)}") == set()
-    assert unknown(f"{UNKNOWN}: {unknown_detail(AttemptEnd.CANCELLED)}") == {
+    assert unknown(OUTCOME_UNKNOWN_ERROR) == {PropertyId.A_RECORD_MEANING}, "it names no failure"
+    assert unknown(UNKNOWN_CANCELLED) == {
         PropertyId.A_RECORD_MEANING}, "the failure it names is not the one that happened"
+
+
+@pytest.mark.clause("D-3", "TC-REC-FAIL")
+def test_a_record_meaning_catches_a_tool_failure_left_out_of_the_error() -> None:
+    """The ledger says which failure the tool reported; the record must carry it to the
+    model, whatever its other copies say."""
+    def failed(error: str) -> set[str]:
+        s = Story()
+        s.policy("send", NONIDEM, False)
+        s.session()
+        key = s.ask("send", "c1")
+        s.hand(key, "a1", "w1", "send")
+        run = s.run(key, "a1", "w1", "send")
+        s.end(run, h.RunEnd.TOOL_FAILED, "card declined")
+        s.result("w1", "a1", False)
+        s.publish(key, S.FAILED, error)
+        s.snapshot(key, S.FAILED, error)
+        return s.properties()
+
+    assert failed(f"{TOOL_ERROR}: card declined") == set()
+    assert failed(TOOL_ERROR) == {PropertyId.A_RECORD_MEANING}
+    assert failed(f"{TOOL_ERROR}: timed out") == {PropertyId.A_RECORD_MEANING}
+
+
+def _seen(kept: tuple[EffectClass, bool, float | None] | None = None,
+          attempts: tuple[AttemptView, ...] = ()) -> set[str]:
+    """A call of a write that needs approval (the executor's 300 s deadline), approved, lost
+    with its worker and recorded outcome_unknown, then seen in a snapshot that says it kept
+    `kept` and shows `attempts` as its history."""
+    s = Story()
+    s.policy("cancel", NONIDEM)
+    s.session()
+    key = s.ask("cancel", "c1")
+    s.waits(key)
+    s.answer(key, True, True, ACCEPTED)
+    s.hand(key, "a1", "w1", "cancel")
+    s.lost("w1")
+    s.publish(key, S.OUTCOME_UNKNOWN, UNKNOWN)
+    view = ToolCallView("t1", "c1", "cancel", S.OUTCOME_UNKNOWN, UNKNOWN, key,
+                        attempts=attempts, history=bool(attempts))
+    s.add(h.SnapshotSeen(s.now(), key, S.OUTCOME_UNKNOWN, UNKNOWN, key, None, None, kept,
+                         h.progress_of(view)))
+    s.report(key)
+    return s.properties()
+
+
+@pytest.mark.clause("TC-SNAP-1", "D-32")
+def test_a_policy_snapshot_judges_what_the_snapshot_says_the_call_kept() -> None:
+    deadline = ExecutorConfig().approval_deadline
+    assert _seen((NONIDEM, True, deadline)) == set()
+    assert _seen() == set(), "an engine that shows no policy is not judged on it"
+    assert _seen((IDEM, True, deadline)) == {PropertyId.A_POLICY_SNAPSHOT}
+    assert _seen((NONIDEM, False, None)) == {PropertyId.A_POLICY_SNAPSHOT}
+    assert _seen((NONIDEM, True, deadline + 1)) == {PropertyId.A_POLICY_SNAPSHOT}
+    assert _seen((NONIDEM, True, None)) == set(), "an engine may show no deadline"
+
+
+@pytest.mark.clause("D-30")
+def test_a_record_meaning_judges_the_progress_the_history_shows_for_each_end() -> None:
+    def lost(progress: AttemptProgress | None) -> AttemptView:
+        return AttemptView(1, 0.0, "w1", 0.0, None, 1.0, AttemptEnd.WORKER_LOST, progress)
+
+    assert _seen(attempts=(lost(AttemptProgress.NOT_COMPLETED),)) == set()
+    assert _seen(attempts=(lost(AttemptProgress.UNSPECIFIED),)) == set()
+    assert _seen(attempts=(lost(None),)) == {PropertyId.A_RECORD_MEANING}
+    assert _seen(attempts=(lost(AttemptProgress.NOT_STARTED),)) == {PropertyId.A_RECORD_MEANING}
 
 
 @pytest.mark.clause("TC-REC-REJ")
@@ -713,7 +788,7 @@ def test_a_double_run_shape_allows_the_documented_double_run_and_witnesses_it(
     if cancel_records_failed:
         s.publish(first, S.FAILED, MAY_STILL_RUN)
     else:
-        s.publish(first, S.OUTCOME_UNKNOWN, UNKNOWN)
+        s.publish(first, S.OUTCOME_UNKNOWN, UNKNOWN_CANCELLED)
         s.report(first)
     second = s.ask("send", "c2", "t2")
     s.hand(second, "a2", "w2", "send")
@@ -814,7 +889,7 @@ def _timed_out_at_w1(cancel: str | None) -> Story:
     s.timed_out(key, "a1")
     if cancel is not None:
         s.cancel(cancel, "a1")
-    s.publish(key, S.OUTCOME_UNKNOWN, UNKNOWN)
+    s.publish(key, S.OUTCOME_UNKNOWN, UNKNOWN_CANCELLED)
     s.end(run)
     s.report(key)
     return s
@@ -872,7 +947,7 @@ def test_a_fence_catches_a_new_run_while_an_abandoned_run_goes_on() -> None:
     s.run(first, "a1", "w1", "send")
     s.timed_out(first, "a1")
     s.cancel("w1", "a1")
-    s.publish(first, S.OUTCOME_UNKNOWN, UNKNOWN)
+    s.publish(first, S.OUTCOME_UNKNOWN, UNKNOWN_CANCELLED)
     s.report(first)
     second = s.ask("send", "c2", "t2")
     s.hand(second, "a2", "w2", "send")
