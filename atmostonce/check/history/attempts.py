@@ -98,6 +98,10 @@ class AttemptChecks(CheckerState):
                 if new is not c.approval:
                     c.approval = new
                     c.approval_pos = pos
+        elif e.kind is QUEUE_TIMEOUT:
+            attempt = self._attempts.get(e.subject)
+            if attempt is not None and attempt.worker is None:
+                attempt.expired_pos = pos
         elif e.kind is TimerKind.RUN_TIMEOUT:
             attempt = self._attempts.get(e.subject)
             if attempt is not None:
@@ -138,6 +142,11 @@ class AttemptChecks(CheckerState):
             self._bad(pid, c, f"{with_article(c.policy.effect.value)} call's attempt number "
                       f"{e.number} was handed out, more than its {allowed}", c.pos, pos)
         attempt = c.attempts.get(e.attempt)
+        if attempt is not None and attempt.expired_pos >= 0:
+            self._bad(PropertyId.A_ONE_ATTEMPT if c.single else PropertyId.A_EXHAUSTED_RECORD,
+                      c, f"attempt {e.attempt} was handed out after its queue timeout had ended "
+                      "it: no worker took it in time, so it never reached one (D-10)",
+                      attempt.expired_pos, pos)
         if attempt is not None and attempt.worker is not None:
             earlier = attempt.worker
             again = "again" if earlier == e.worker else f"after {earlier}"

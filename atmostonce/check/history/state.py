@@ -45,7 +45,8 @@ class Attempt:
     """One attempt of a call: queued (no worker yet) or handed out, and how it stopped
     counting as the call's current attempt."""
 
-    __slots__ = ("call", "cause", "cause_pos", "epoch", "id", "pos", "started", "worker")
+    __slots__ = ("call", "cause", "cause_pos", "epoch", "expired_pos", "id", "pos", "started",
+                 "worker")
 
     def __init__(self, call: Call, attempt_id: str) -> None:
         self.call = call
@@ -57,6 +58,8 @@ class Attempt:
         self.cause_pos = -1
         self.started = False
         """Its worker's Started reached the executor."""
+        self.expired_pos = -1
+        """Where its queue timeout fired while no worker had it: it is over (D-10)."""
 
 
 class Call:

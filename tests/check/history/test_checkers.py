@@ -553,6 +553,30 @@ def _seen(kept: tuple[EffectClass, bool, float | None] | None = None,
     return s.properties()
 
 
+@pytest.mark.clause("D-10", "TC-REC-NOTRUN")
+@pytest.mark.parametrize(("effect", "caught"), [(NONIDEM, PropertyId.A_ONE_ATTEMPT),
+                                                (READ, PropertyId.A_EXHAUSTED_RECORD)])
+def test_an_attempt_handed_out_after_its_queue_timeout_ended_it_is_caught(
+        effect: EffectClass, caught: str) -> None:
+    def handed(after_timeout: bool) -> set[str]:
+        s = Story()
+        s.policy("tool", effect, False)
+        s.session()
+        key = s.ask("tool", "c1")
+        s.queued(key, "a1")
+        if after_timeout:
+            s.add(h.TimerFired(s.now(), TimerKind.QUEUE_TIMEOUT, "a1", key))
+        s.hand(key, "a1", "w1", "tool")
+        run = s.run(key, "a1", "w1", "tool")
+        s.end(run)
+        s.result("w1", "a1", True)
+        s.publish(key, S.SUCCEEDED)
+        return s.properties()
+
+    assert handed(False) == set()
+    assert handed(True) == {caught}
+
+
 @pytest.mark.clause("TC-SNAP-1", "D-32")
 def test_a_policy_snapshot_judges_what_the_snapshot_says_the_call_kept() -> None:
     deadline = ExecutorConfig().approval_deadline
