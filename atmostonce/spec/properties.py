@@ -150,7 +150,8 @@ _PROPERTIES: tuple[Property, ...] = (
             "tool returned); a call without a record has none", "TC-REC-2", "TC-RCN-1"),
     _always(PropertyId.A_CANCEL_ON_TIMEOUT,
             "an attempt still out at a worker when its run timeout fires is cancelled: that "
-            "worker is sent Cancel for it", "TC-AMO-3"),
+            "worker is sent Cancel for it; the timeout fires no sooner than the run timeout "
+            "after the worker's Started reached the engine (start-to-close)", "TC-AMO-3"),
     _always(PropertyId.A_FENCE,
             "with the fence on, no attempt of a single-attempt tool is handed out while a run "
             "of the tool that the engine gave up on still goes on", "D-6"),

@@ -106,6 +106,14 @@ class AttemptChecks(CheckerState):
             attempt = self._attempts.get(e.subject)
             if attempt is not None:
                 c = attempt.call
+                timeout = self.config.run_timeout
+                if (attempt.started and attempt.epoch == self._epoch
+                        and e.at < attempt.started_at + timeout - EARLY):
+                    self._bad(PropertyId.A_CANCEL_ON_TIMEOUT, c,
+                              f"attempt {attempt.id}'s run timeout fired "
+                              f"{e.at - attempt.started_at:.3f}s after its Started reached the "
+                              f"executor, before the {timeout:g}s it counts again from there",
+                              attempt.pos, pos)
                 if (attempt is c.current and attempt.cause is None and c.record is None
                         and attempt.worker is not None and attempt.epoch == self._epoch):
                     self._cancels_due[attempt.id] = (attempt, pos)
@@ -211,8 +219,9 @@ class AttemptChecks(CheckerState):
 
     def _start_delivered(self, e: h.StartDelivered, pos: int) -> None:
         attempt = self._attempts.get(e.attempt)
-        if attempt is not None:
+        if attempt is not None and not attempt.started:
             attempt.started = True
+            attempt.started_at = e.at
 
     def _result_delivered(self, e: h.ResultDelivered, pos: int) -> None:
         """The tool's answer reached the executor while its attempt was still the current one,

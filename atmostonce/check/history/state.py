@@ -46,7 +46,7 @@ class Attempt:
     counting as the call's current attempt."""
 
     __slots__ = ("call", "cause", "cause_pos", "epoch", "expired_pos", "id", "pos", "started",
-                 "worker")
+                 "started_at", "worker")
 
     def __init__(self, call: Call, attempt_id: str) -> None:
         self.call = call
@@ -58,6 +58,8 @@ class Attempt:
         self.cause_pos = -1
         self.started = False
         """Its worker's Started reached the executor."""
+        self.started_at = 0.0
+        """When that Started first reached it: the run timeout counts again from then."""
         self.expired_pos = -1
         """Where its queue timeout fired while no worker had it: it is over (D-10)."""
 

@@ -577,6 +577,27 @@ def test_an_attempt_handed_out_after_its_queue_timeout_ended_it_is_caught(
     assert handed(True) == {caught}
 
 
+@pytest.mark.clause("TC-AMO-3", "D-9")
+def test_a_run_timeout_that_fires_before_its_time_after_started_is_caught() -> None:
+    """The run timeout counts again from the worker's Started (start-to-close): one that
+    fires sooner after it cut the attempt short."""
+    def timed_out(seconds_after_started: float) -> set[str]:
+        s = Story(ExecutorConfig(run_timeout=5.0))
+        s.policy("search", READ)
+        s.session()
+        key = s.ask("search", "c1")
+        s.hand(key, "a1", "w1", "search")
+        s.started("w1", "a1")
+        s.t += seconds_after_started - 1.0
+        s.timed_out(key, "a1")
+        s.cancel("w1", "a1")
+        s.publish(key, S.FAILED, MAY_HAVE_RUN)
+        return s.properties()
+
+    assert PropertyId.A_CANCEL_ON_TIMEOUT not in timed_out(5.0)
+    assert PropertyId.A_CANCEL_ON_TIMEOUT in timed_out(4.5)
+
+
 @pytest.mark.clause("TC-SNAP-1", "D-32")
 def test_a_policy_snapshot_judges_what_the_snapshot_says_the_call_kept() -> None:
     deadline = ExecutorConfig().approval_deadline
