@@ -228,10 +228,14 @@ def _call(rng: random.Random, tool: str, config: ExecutorConfig, odds: Odds) -> 
 
 
 def _policy(rng: random.Random, tool: str) -> tuple[str, ToolPolicy | None, ToolHints | None]:
+    """A policy change: a policy (for half of them one that sets its own approval deadline,
+    D-32, spread by `r` itself so that the seed's later draws stay where they were), hints,
+    or neither."""
     r = rng.random()
     if r < 0.7:
         approval = rng.choice((None, None, True, False))
-        return tool, ToolPolicy(rng.choice(list(EffectClass)), approval), None
+        own = 2.0 + 14.0 * r / 0.35 if r < 0.35 else None
+        return tool, ToolPolicy(rng.choice(list(EffectClass)), approval, own), None
     if r < 0.85:
         return tool, None, ToolHints(read_only=rng.choice((True, False)))
     return tool, None, None
