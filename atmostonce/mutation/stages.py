@@ -64,6 +64,9 @@ def _simulation(seeds: int) -> Check:
             run = failure.run
             found = run.violations[0].line() if run.violations else f"error: {run.error}"
             return Verdict(True, f"seed {run.seed}: {found}")
+        idle = result.totals.never_succeeded()
+        if idle:
+            return Verdict(True, f"no {', '.join(idle)} call succeeded in {seeds} seeds")
         return Verdict(False)
 
     return check

@@ -128,6 +128,13 @@ class Totals:
         self.unnamed_failures += stats.taken.unnamed_failures
         self.shapes = add_counts(self.shapes, stats.shapes)
 
+    def never_succeeded(self) -> list[str]:
+        """The effect classes whose calls never recorded succeeded: on a workload whose tools
+        mostly return, an executor that runs nothing or mislabels every result (TC-REC-SUCC)
+        shows here though each history alone breaks no property."""
+        return [effect for effect, row in self.records.items()
+                if row and not row.get("succeeded")]
+
     def time_to_record(self) -> Mapping[str, tuple[float, float, float]]:
         """Per effect class: mean, median and 99th percentile seconds from ask to record."""
         return {effect: percentiles(values) for effect, values in self.times.items()}
