@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 
 from atmostonce import verify
+from atmostonce.check.executors.loading import load_factory
 from atmostonce.executor.core import ReferenceExecutor
 from atmostonce.executor.state import Attempt
-from atmostonce.check.executors.loading import load_factory
 from atmostonce.mutation.stages import STAGES
 from atmostonce.spec.protocol import Executor, ExecutorConfig
 
