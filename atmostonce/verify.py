@@ -273,7 +273,7 @@ def check_simulation(path: str, factory: ExecutorFactory, report: bool = False,
                       shrink_first=1)
     totals = result.totals
     details: list[str] = []
-    idle = totals.never_succeeded()
+    idle = totals.never_succeeded() if result.ok else []
     if idle:
         details.append(f"no {', '.join(idle)} call recorded succeeded in {len(result.seeds)} "
                        "seeds, though the workload's tools return nine times in ten "
