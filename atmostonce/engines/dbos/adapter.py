@@ -24,13 +24,14 @@ reported as not checkable, with the reason.
 
 from __future__ import annotations
 
+import json
+import sqlite3
 import sys
 import time
+from contextlib import closing
 from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
-
-from dbos import DBOSClient
 
 from atmostonce.engines.adapter import (
     CutMode,
@@ -128,7 +129,11 @@ class DBOSEngine:
         return Limits(dict(NOT_CHECKABLE), no_target=dict(NO_TARGET), pauses_stop_runs=False)
 
     def start(self) -> None:
-        # the first process creates the system database; the others then open it
+        """Start the processes once the system database is in WAL mode, so a process paused
+        in a write holds up the others' writes but not their reads; the first process
+        creates DBOS's tables, the others then open them."""
+        with closing(sqlite3.connect(self.system_database)) as db:
+            db.execute("PRAGMA journal_mode=WAL")
         self.start_worker()
         launched = [self._launch() for _ in range(self.setup.workers - 1)]
         for worker in launched:
@@ -219,18 +224,18 @@ class DBOSEngine:
         return DBOSSessions(self.store, self.system_database, self.setup.config)
 
     def durable_attempts(self) -> set[str]:
-        """The attempts whose records the sessions' `records` events hold."""
+        """The attempts whose records a session's `records` event ever held: DBOS keeps each
+        value an event took in `workflow_events_history`."""
         if not self.system_database.exists():
             return set()
-        client = DBOSClient(system_database_url=f"sqlite:///{self.system_database}")
-        try:
-            sessions = {call.thread for call in self.store.calls()}
-            return {record.attempt for session in sessions
-                    for record in records_of(client.get_event(session, RECORDS,
-                                                              timeout_seconds=0)).values()
-                    if record.attempt}
-        finally:
-            client.destroy()
+        with closing(sqlite3.connect(self.system_database, timeout=30.0)) as db:
+            try:
+                values = db.execute("SELECT value FROM workflow_events_history WHERE key = ?",
+                                    (RECORDS,)).fetchall()
+            except sqlite3.OperationalError:
+                return set()  # no process ever created DBOS's tables
+        return {record.attempt for (value,) in values
+                for record in records_of(json.loads(value)).values() if record.attempt}
 
     def server_log(self) -> ServerLog:
         notes = [w.notes for w in self._workers.values()]

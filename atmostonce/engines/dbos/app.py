@@ -26,13 +26,14 @@ How the tool runs is the variant's (`mapping.ToolRun`):
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections import Counter
 from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from dbos import DBOS
+from dbos import DBOS, WorkflowSerializationFormat
 from dbos._error import DBOSMaxStepRetriesExceeded
 
 from atmostonce.engines.dbos import mapping
@@ -52,6 +53,9 @@ QUEUE = "sessions"
 WORKFLOW = "session"
 RECORDS = "records"
 """The workflow's event holding every call's record, by tool call id."""
+PORTABLE = WorkflowSerializationFormat.PORTABLE
+"""The records event is kept as plain JSON, so its history (`workflow_events_history`) reads
+without DBOS."""
 ASK = "ask"
 """The topic of the session API's message for each ask."""
 QUIET = 0.15
@@ -85,6 +89,8 @@ class _Run:
         self.attempt = attempt
         self.key = key
         self.tool = tool
+        self.cancelled = asyncio.Event()
+        """Never set: DBOS does not cancel a step that runs."""
 
     async def write(self, payload: str) -> WriteResult:
         """The tool's write with the call's key: DBOS gives a step no lease, so none."""
@@ -115,7 +121,8 @@ class RunContext:
 
     def attempt(self, call: CallRow) -> CallRecord:
         """One attempt of `call` at this process: note the hand-out, tell the ledger the run
-        starts, run the tool with the call's key, tell the ledger how it ended. A failure
+        starts, run the tool with the call's key, tell the ledger how it ended and wait for
+        its answer, so the ledger knows before the record is kept. A failure
         outside the tool after the run began is raised for a call with retries and is
         outcome_unknown for a single-attempt call."""
         self.runs[call.key] += 1
@@ -132,9 +139,11 @@ class RunContext:
             if call.retries_allowed:
                 raise ToolInfrastructureError(f"{call.tool}: {error}") from None
             return mapping.unknown(attempt)
-        self.ledger.send({"op": "run_ended", "worker": self.worker, "attempt": attempt,
-                          "end": "returned" if ok else "tool_failed", "output": output})
         self.notes.note("ended", attempt=attempt, ok=ok)
+        with contextlib.suppress(SpecError, OSError):  # the run is over either way
+            self.on_loop(self.ledger.request({
+                "op": "run_ended", "worker": self.worker, "attempt": attempt,
+                "end": "returned" if ok else "tool_failed", "output": output}))
         return mapping.returned(output, attempt) if ok else mapping.tool_failed(output, attempt)
 
 
@@ -228,7 +237,7 @@ def register(ctx: RunContext, variant: Variant, config: ExecutorConfig) -> None:
                                        of=worker_of(record.attempt),
                                        ok=record.record.value == "succeeded")
                 records[call.call_id] = record.as_json()
-                DBOS.set_event(RECORDS, records)
+                DBOS.set_event(RECORDS, records, serialization_type=PORTABLE)
 
 
 def records_of(value: Any) -> dict[str, CallRecord]:

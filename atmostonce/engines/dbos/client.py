@@ -26,6 +26,7 @@ durable (TC-REC-1).
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -162,6 +163,9 @@ class DBOSSessions:
             await asyncio.sleep(POLL)
 
     async def close(self) -> None:
+        """Let the client go: `DBOSClient.destroy` waits up to 10 s for its listener thread,
+        so it runs on a thread of its own that nothing waits for."""
         if self._client is not None:
-            await asyncio.to_thread(self._client.destroy)
+            threading.Thread(target=self._client.destroy, name="dbos-client-destroy",
+                             daemon=True).start()
             self._client = None

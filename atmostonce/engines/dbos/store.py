@@ -190,13 +190,13 @@ class AppStore:
         event = ApprovalEvent.APPROVE if approve else ApprovalEvent.REJECT
         with self._write() as db:
             now = time.monotonic()
-            row = db.execute("SELECT thread, state, deadline FROM approvals WHERE key = ?",
+            row = db.execute("SELECT state, deadline FROM approvals WHERE key = ?",
                              (key,)).fetchone()
             if row is None:
                 if db.execute("SELECT 1 FROM calls WHERE key = ?", (key,)).fetchone():
                     return _reply(ApprovalReply.NOT_REQUIRED)
                 return AnswerReply(False, f"no call {key}")
-            thread, state_text, deadline = row
+            state_text, deadline = row
             state = ApprovalState(state_text)
             if state is ApprovalState.WAITING and now >= deadline:
                 state = ApprovalState.EXPIRED
@@ -219,7 +219,7 @@ class AppStore:
                        (thread, seq, text, now))
         return True
 
-    # -- the application processes' writes ----------------------------------------------------------
+    # -- the application processes' writes -------------------------------------------------
 
     def expire(self, keys: list[str]) -> list[str]:
         """Reject, for their deadline, the calls of `keys` still waiting past it; those keys."""
