@@ -55,6 +55,8 @@ from atmostonce.spec.properties import PropertyId
 READY = 60.0
 """Seconds an application process may take to import DBOS, launch it and serve."""
 WORKER = "atmostonce.engines.dbos.worker"
+LAUNCHES = 3
+"""Times a process that exits before it serves is started (`DBOSEngine._ready`)."""
 
 NOT_CHECKABLE: dict[str, str] = {
     PropertyId.A_ONE_WORKER: "DBOS hands no attempt to a worker: the application process that "
@@ -158,18 +160,21 @@ class DBOSEngine:
 
     # -- application processes ------------------------------------------------------------------
 
-    def _launch(self) -> _Worker:
+    def _launch(self, again: _Worker | None = None) -> _Worker:
+        """A new process: with `again`, in place of that one, which failed to launch, with its
+        executor id; otherwise with a killed process's executor id when there is one."""
         self._count += 1
         wid = f"w{self._count}"
-        taken = self._orphans.pop(0) if self._orphans else None
-        executor_id = taken.executor_id if taken is not None else f"executor-{wid}"
+        taken = None if again is not None else self._orphans.pop(0) if self._orphans else None
+        source = again or taken
+        executor_id = source.executor_id if source is not None else f"executor-{wid}"
         notes = self.setup.workdir / f"{wid}.notes"
         log = self.setup.workdir / f"{self._count:03d}-worker.log"
         argv = [sys.executable, "-m", WORKER, "--variant", self.variant.name,
                 "--store", str(self.store.path), "--system-database", str(self.system_database),
                 "--executor-id", executor_id, "--ledger", self.setup.ledger,
                 "--token-file", str(self.token_file), "--name", wid, "--events", str(notes),
-                *config_argv(self.setup.config)]
+                *config_argv(self.setup.config)] + (["--migrate"] if self._count == 1 else [])
         process = start("worker", argv, log)
         worker = _Worker(WorkerRef(wid, (), process.pid), process, notes, executor_id)
         self._workers[wid] = worker
@@ -178,7 +183,19 @@ class DBOSEngine:
         return worker
 
     def _ready(self, worker: _Worker) -> WorkerRef:
-        worker.process.wait_ready(READY)
+        """Wait for `worker` to serve; a process that exits before, such as one whose DBOS
+        launch found the system database locked past SQLite's busy timeout (by a paused
+        process that holds its write lock), is started again, as a supervisor would, up to
+        LAUNCHES times."""
+        for launch in range(1, LAUNCHES + 1):
+            try:
+                worker.process.wait_ready(READY)
+                break
+            except SpecError:
+                if worker.process.alive or launch == LAUNCHES:
+                    raise
+                del self._workers[worker.ref.id]
+                worker = self._launch(again=worker)
         worker.ref = WorkerRef(worker.ref.id, tuple(worker.process.names), worker.process.pid)
         return worker.ref
 

@@ -43,24 +43,29 @@ APP_NAME = "atmostonce"
 APP_VERSION = "atmostonce-dbos-1"
 """Every application process runs this version: DBOS recovers only workflows of its own."""
 POLL = 0.05
-"""Seconds between two looks of DBOS at the queue and at messages and events."""
+"""Seconds between two looks of DBOS for messages and events."""
+QUEUE_POLL = 0.5
+"""Seconds between two looks of a process at the queue: each look is a write transaction,
+and SQLite has one writer at a time for every process."""
 CONNECT_FOR = 30.0
 
 
-def dbos_config(system_database: Path, executor_id: str) -> DBOSConfig:
-    """DBOS on the SQLite file at `system_database`, as the executor `executor_id`."""
+def dbos_config(system_database: Path, executor_id: str, migrate: bool) -> DBOSConfig:
+    """DBOS on the SQLite file at `system_database`, as the executor `executor_id`; only a
+    process that `migrate`s creates DBOS's tables (the first one started): the others only
+    check them, so a launch needs no write lock that a paused process may hold."""
     return DBOSConfig(name=APP_NAME, system_database_url=f"sqlite:///{system_database}",
                       executor_id=executor_id, application_version=APP_VERSION,
                       log_level="WARNING", notification_listener_polling_interval_sec=POLL,
-                      use_listen_notify=False)
+                      use_listen_notify=False, run_migrations=migrate)
 
 
 def _launch(args: argparse.Namespace, ctx: RunContext, variant: Variant,
             config: ExecutorConfig) -> None:
-    DBOS(config=dbos_config(Path(args.system_database), args.executor_id))
+    DBOS(config=dbos_config(Path(args.system_database), args.executor_id, args.migrate))
     register(ctx, variant, config)
     DBOS.launch()
-    DBOS.register_queue(QUEUE, polling_interval_sec=POLL)
+    DBOS.register_queue(QUEUE, polling_interval_sec=QUEUE_POLL)
 
 
 async def run(args: argparse.Namespace, variant: Variant, config: ExecutorConfig) -> NoReturn:
@@ -85,6 +90,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--store", required=True, metavar="PATH")
     parser.add_argument("--system-database", required=True, metavar="PATH")
     parser.add_argument("--executor-id", required=True)
+    parser.add_argument("--migrate", action="store_true",
+                        help="create DBOS's tables (the first process started)")
     parser.add_argument("--ledger", required=True, metavar="HOST:PORT")
     parser.add_argument("--token-file", required=True, metavar="PATH")
     parser.add_argument("--name", required=True)
