@@ -55,7 +55,7 @@ from atmostonce.spec.properties import PropertyId
 READY = 60.0
 """Seconds an application process may take to import DBOS, launch it and serve."""
 WORKER = "atmostonce.engines.dbos.worker"
-LAUNCHES = 3
+LAUNCHES = 5
 """Times a process that exits before it serves is started (`DBOSEngine._ready`)."""
 
 NOT_CHECKABLE: dict[str, str] = {

@@ -44,9 +44,9 @@ APP_VERSION = "atmostonce-dbos-1"
 """Every application process runs this version: DBOS recovers only workflows of its own."""
 POLL = 0.05
 """Seconds between two looks of DBOS for messages and events."""
-QUEUE_POLL = 0.5
-"""Seconds between two looks of a process at the queue: each look is a write transaction,
-and SQLite has one writer at a time for every process."""
+QUEUE_POLL = 1.0
+"""Seconds between two looks of a process at the queue (DBOS's default): each look is a write
+transaction, and SQLite has one writer at a time for every process."""
 CONNECT_FOR = 30.0
 
 
