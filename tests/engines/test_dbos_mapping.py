@@ -61,5 +61,5 @@ def test_the_snapshot_reads_records_then_the_inbox() -> None:
                            ["what happened?"])
     assert [v.status for v in snapshot.tool_calls] == [
         ToolCallStatus.SUCCEEDED, ToolCallStatus.AWAITING_APPROVAL, ToolCallStatus.RUNNING]
-    assert [(m.role, m.text, m.tool_output) for m in snapshot.history] == [
+    assert [(m.role, m.text, m.tool_output) for m in snapshot.messages] == [
         (MessageRole.TOOL, "", "order 1 shipped"), (MessageRole.USER, "what happened?", "")]
