@@ -183,10 +183,10 @@ class DBOSEngine:
         return worker
 
     def _ready(self, worker: _Worker) -> WorkerRef:
-        """Wait for `worker` to serve; a process that exits before, such as one whose DBOS
-        launch found the system database locked past SQLite's busy timeout (by a paused
-        process that holds its write lock), is started again, as a supervisor would, up to
-        LAUNCHES times."""
+        """Wait for `worker` to serve; a process that exits before is started again, as a
+        supervisor would, up to LAUNCHES times. (A process that exits after, such as one whose
+        DBOS launch found the system database locked past SQLite's busy timeout, is a worker
+        gone: the harness starts another, which takes over its executor id.)"""
         for launch in range(1, LAUNCHES + 1):
             try:
                 worker.process.wait_ready(READY)

@@ -9,8 +9,12 @@ replaying their checkpointed steps and running again what was not checkpointed.
 
 The effect ledger's connection lives on the process's own event loop; the workflows, which
 DBOS runs on its own threads, run their tools on it (`RunContext.on_loop`). Readiness: one
-`atmostonce-ready` line once the ledger is reached and DBOS is launched. SIGTERM ends the
-process within a second.
+`atmostonce-ready` line once the ledger is reached, before DBOS is launched, except for the
+first process (`--migrate`), which creates DBOS's tables first. A launch needs SQLite's write
+lock, which a paused process may hold for as long as it is paused: the harness, which resumes
+paused processes from the same thread that starts new ones, must not wait for it. A launch
+that fails (the lock held past SQLite's busy timeout) ends the process, and the harness starts
+another in its place, with the same executor id. SIGTERM ends the process within a second.
 """
 
 from __future__ import annotations
@@ -78,8 +82,11 @@ async def run(args: argparse.Namespace, variant: Variant, config: ExecutorConfig
                                   CONNECT_FOR)
     ctx = RunContext(name, AppStore(Path(args.store)), ledger, loop,
                      Notes(Path(args.events), name), behaviours())
-    await asyncio.to_thread(_launch, args, ctx, variant, config)
+    if args.migrate:
+        await asyncio.to_thread(_launch, args, ctx, variant, config)
     print(ready_line("worker", names=[name], pid=os.getpid()), flush=True)
+    if not args.migrate:
+        await asyncio.to_thread(_launch, args, ctx, variant, config)
     await stop.wait()
     leave(0)
 
