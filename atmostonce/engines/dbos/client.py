@@ -137,7 +137,7 @@ class DBOSSessions:
         waiting = {key for key, row in self.store.approvals(session_id).items()
                    if row.state is ApprovalState.WAITING}
         records = records_of(self.client.get_event(session_id, RECORDS, timeout_seconds=0))
-        texts = [text for _, text in self.store.user_messages(session_id)]
+        texts = self.store.user_messages(session_id)
         return snapshot_of(session_id, calls, waiting, records, texts)
 
     async def send_user_message(self, session_id: str, text: str) -> bool:

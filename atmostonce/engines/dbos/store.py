@@ -244,12 +244,6 @@ class AppStore:
                               + " ORDER BY seq", (thread,) if thread else ()).fetchall()
         return [_call(r) for r in rows]
 
-    def call(self, thread: str, call_id: str) -> CallRow | None:
-        with self._read() as db:
-            row = db.execute("SELECT * FROM calls WHERE thread = ? AND call_id = ?",
-                             (thread, call_id)).fetchone()
-        return _call(row) if row is not None else None
-
     def approvals(self, thread: str | None = None) -> dict[str, ApprovalRow]:
         """The inbox of `thread` (of every thread when None), by call key."""
         with self._read() as db:
@@ -259,16 +253,11 @@ class AppStore:
         return {r[0]: ApprovalRow(r[0], r[1], ApprovalState(r[2]), r[3], r[4], r[5],
                                   None if r[6] is None else bool(r[6]), r[7]) for r in rows}
 
-    def user_messages(self, thread: str) -> list[tuple[str, str]]:
-        """The thread's user messages, in order: (the id its graph message gets, text)."""
+    def user_messages(self, thread: str) -> list[str]:
+        """The session's user messages, in order."""
         with self._read() as db:
-            return [(user_message_id(thread, r[0]), r[1]) for r in db.execute(
-                "SELECT seq, text FROM user_messages WHERE thread = ? ORDER BY seq", (thread,))]
-
-
-def user_message_id(thread: str, seq: int) -> str:
-    """The id of a user message in the graph's messages: adding it again changes nothing."""
-    return f"{thread}/user/{seq}"
+            return [r[0] for r in db.execute(
+                "SELECT text FROM user_messages WHERE thread = ? ORDER BY seq", (thread,))]
 
 
 def _statement(db: sqlite3.Connection, tool: str) -> tuple[ToolPolicy | None, ToolHints | None]:
