@@ -1,0 +1,252 @@
+"""The application an agent team builds on DBOS, run in every application process: one
+workflow per session, which asks the scripted model for each turn's calls (a step), waits for
+each approval with `DBOS.recv` until the call's deadline, runs each tool, and keeps every
+call's record in its event `records`.
+
+The workflow (`session`) repeats: the model's next turn (`model_turn`, a step: the calls of
+the earliest turn not handled yet, once its last call is `QUIET` seconds old); with none,
+`DBOS.recv(ASK)` waits for the session API's next ask. A turn's calls run one after another,
+those without approval first. A call that waits for approval loops on a step that reads the
+app's inbox (`decision`: the inbox decides, and rejects a call found past its deadline) and
+`DBOS.recv(topic=key)` until the deadline, which DBOS keeps across a crash.
+
+How the tool runs is the variant's (`mapping.ToolRun`):
+
+- `STEP`: a `@DBOS.step`. A single-attempt call's step has DBOS's default
+  `retries_allowed=False`, the strongest at-most-once option DBOS offers; DBOS still runs a
+  step again when the process that ran it died before its output was checkpointed (steps are
+  at-least-once by DBOS's docs). A call with retries has `retries_allowed=True` with the
+  call's `max_attempts` and backoff, retrying only a failure outside the tool
+  (`ToolInfrastructureError`);
+- `WORKFLOW`: plain workflow code, as Pydantic AI's DBOS integration runs custom tool
+  functions: nothing is checkpointed, so each recovery of the workflow runs every call it
+  already ran again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections import Counter
+from collections.abc import Coroutine, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from dbos import DBOS, WorkflowSerializationFormat
+from dbos._error import DBOSMaxStepRetriesExceeded
+
+from atmostonce.engines.dbos import mapping
+from atmostonce.engines.dbos.mapping import CallRecord, ToolRun, Variant
+from atmostonce.engines.dbos.notes import Notes
+from atmostonce.engines.dbos.store import AppStore, CallRow
+from atmostonce.runtime.ledger_client import AsyncLedger
+from atmostonce.runtime.tools import Behaviour, Fenced, WriteResult, run_tool
+from atmostonce.spec.approval import ApprovalState
+from atmostonce.spec.errors import SpecError
+from atmostonce.spec.policy import EffectClass
+from atmostonce.spec.protocol import ExecutorConfig
+from atmostonce.spec.records import RejectReason
+
+QUEUE = "sessions"
+"""The DBOS queue the session API enqueues each session's workflow on."""
+WORKFLOW = "session"
+RECORDS = "records"
+"""The workflow's event holding every call's record, by tool call id."""
+PORTABLE = WorkflowSerializationFormat.PORTABLE
+"""The records event is kept as plain JSON, so its history (`workflow_events_history`) reads
+without DBOS."""
+ASK = "ask"
+"""The topic of the session API's message for each ask."""
+QUIET = 0.15
+"""Seconds after a turn's last call was asked before the model answers with the turn."""
+IDLE = 60.0
+"""Seconds a session's workflow waits for an ask before it looks at the script again."""
+_REASON = {ApprovalState.REJECTED: RejectReason.PERSON,
+           ApprovalState.EXPIRED: RejectReason.DEADLINE}
+
+T = TypeVar("T")
+
+
+class ToolInfrastructureError(Exception):
+    """A run of a call with retries failed outside the tool, after it began: the tool may have
+    run. The step's retries take it; once they run out, the call's effect decides the record
+    (`mapping.exhausted`)."""
+
+
+def retryable(error: BaseException) -> bool:
+    """What a call's step retries: a failure outside the tool (`should_retry`)."""
+    return isinstance(error, ToolInfrastructureError)
+
+
+class _Run:
+    """One run of a tool at this process: the tool's context (`ToolContext`)."""
+
+    def __init__(self, ledger: AsyncLedger, worker: str, attempt: str, key: str,
+                 tool: str) -> None:
+        self.ledger = ledger
+        self.worker = worker
+        self.attempt = attempt
+        self.key = key
+        self.tool = tool
+        self.cancelled = asyncio.Event()
+        """Never set: DBOS does not cancel a step that runs."""
+
+    async def write(self, payload: str) -> WriteResult:
+        """The tool's write with the call's key: DBOS gives a step no lease, so none."""
+        answer = await self.ledger.request({
+            "op": "write", "worker": self.worker, "attempt": self.attempt, "key": self.key,
+            "tool": self.tool, "payload": payload, "deadline": None})
+        if answer.get("fenced"):
+            raise Fenced(self.attempt)
+        return WriteResult(bool(answer.get("applied")), int(answer.get("count", 0)))
+
+
+@dataclass
+class RunContext:
+    """What an application process gives its workflow: the store, the effect ledger on the
+    process's own event loop (`loop`), its notes and the tools' behaviours."""
+
+    worker: str
+    store: AppStore
+    ledger: AsyncLedger
+    loop: asyncio.AbstractEventLoop
+    notes: Notes
+    table: Mapping[str, Behaviour]
+    runs: Counter[str] = field(default_factory=Counter)
+
+    def on_loop(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        """Run `coroutine` on the ledger's event loop and wait for its result."""
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
+
+    def attempt(self, call: CallRow) -> CallRecord:
+        """One attempt of `call` at this process: note the hand-out, tell the ledger the run
+        starts, run the tool with the call's key, tell the ledger how it ended and wait for
+        its answer, so the ledger knows before the record is kept. A failure
+        outside the tool after the run began is raised for a call with retries and is
+        outcome_unknown for a single-attempt call."""
+        self.runs[call.key] += 1
+        attempt = f"{call.key}#{self.worker}.{self.runs[call.key]}"
+        self.notes.note("started", attempt=attempt, key=call.key, tool=call.tool)
+        run = _Run(self.ledger, self.worker, attempt, call.key, call.tool)
+        try:
+            self.on_loop(self.ledger.request({"op": "run_started", "worker": self.worker,
+                                              "attempt": attempt, "key": call.key,
+                                              "tool": call.tool}))
+            ok, output = self.on_loop(run_tool(call.tool, call.arguments, run, self.table))
+        except (SpecError, OSError, Fenced) as error:
+            self.notes.note("ended", attempt=attempt, ok=None)
+            if call.retries_allowed:
+                raise ToolInfrastructureError(f"{call.tool}: {error}") from None
+            return mapping.unknown(attempt)
+        self.notes.note("ended", attempt=attempt, ok=ok)
+        with contextlib.suppress(SpecError, OSError):  # the run is over either way
+            self.on_loop(self.ledger.request({
+                "op": "run_ended", "worker": self.worker, "attempt": attempt,
+                "end": "returned" if ok else "tool_failed", "output": output}))
+        return mapping.returned(output, attempt) if ok else mapping.tool_failed(output, attempt)
+
+
+def register(ctx: RunContext, variant: Variant, config: ExecutorConfig) -> None:
+    """Register the session workflow and its steps with DBOS (before `DBOS.launch`)."""
+
+    @DBOS.step(name="model_turn")
+    def model_turn(session_id: str, handled: list[str]) -> list[CallRow]:
+        """The calls of the earliest turn not handled yet, once its last call is QUIET
+        seconds old; none when every asked call is handled."""
+        while True:
+            pending = [c for c in ctx.store.calls(session_id) if c.call_id not in handled]
+            if not pending:
+                return []
+            turn = [c for c in pending if c.turn == pending[0].turn]
+            wait = max(c.asked for c in turn) + QUIET - time.monotonic()
+            if wait <= 0:
+                return turn
+            time.sleep(wait)
+
+    @DBOS.step(name="decision")
+    def decision(key: str, session_id: str) -> tuple[str, float]:
+        """The inbox's state of the call's approval, the deadline judged by the clock, and
+        the seconds left to it."""
+        row = ctx.store.approvals(session_id)[key]
+        left = row.deadline - time.monotonic()
+        if row.state is ApprovalState.WAITING and left <= 0:
+            ctx.store.expire([key])
+            row = ctx.store.approvals(session_id)[key]
+        return row.state.value, left
+
+    @DBOS.step(name="tool_once")
+    def tool_once(call: CallRow) -> dict[str, str]:
+        return ctx.attempt(call).as_json()
+
+    @DBOS.step(name="tool_retried", retries_allowed=True, max_attempts=config.max_attempts,
+               interval_seconds=config.retry_backoff, backoff_rate=1.0,
+               should_retry=retryable)
+    def tool_retried(call: CallRow) -> dict[str, str]:
+        return ctx.attempt(call).as_json()
+
+    def in_workflow(call: CallRow) -> CallRecord:
+        """The tool as plain workflow code, retried by a plain loop for a call with
+        retries."""
+        attempts = config.max_attempts if call.retries_allowed else 1
+        for n in range(1, attempts + 1):
+            try:
+                return ctx.attempt(call)
+            except ToolInfrastructureError:
+                if n == attempts:
+                    raise
+                time.sleep(config.retry_backoff)
+        raise AssertionError("unreachable")
+
+    def run(call: CallRow) -> CallRecord:
+        try:
+            if variant.tool_run is ToolRun.WORKFLOW:
+                return in_workflow(call)
+            step = tool_retried if call.retries_allowed else tool_once
+            return CallRecord.of_json(step(call))
+        except (DBOSMaxStepRetriesExceeded, ToolInfrastructureError):
+            return mapping.exhausted(call.effect is EffectClass.READ, "")
+
+    def approved(call: CallRow) -> CallRecord | None:
+        """None once the call is approved; its rejection otherwise."""
+        while True:
+            state, left = decision(call.key, call.thread)
+            found = ApprovalState(state)
+            if found is ApprovalState.APPROVED:
+                return None
+            if found in _REASON:
+                return mapping.rejected(_REASON[found])
+            DBOS.recv(call.key, timeout_seconds=max(0.01, left))
+
+    @DBOS.workflow(name=WORKFLOW)
+    def session(session_id: str) -> None:
+        records: dict[str, dict[str, str]] = {}
+        handled: list[str] = []
+        while True:
+            turn = model_turn(session_id, handled)
+            if not turn:
+                DBOS.recv(ASK, timeout_seconds=IDLE)
+                continue
+            handled += [c.call_id for c in turn]
+            for call in sorted(turn, key=lambda c: c.requires_approval):
+                record = approved(call) if call.requires_approval else None
+                if record is None:
+                    record = run(call)
+                    if record.attempt:
+                        ctx.notes.note("delivering", attempt=record.attempt, key=call.key,
+                                       of=worker_of(record.attempt),
+                                       ok=record.record.value == "succeeded")
+                records[call.call_id] = record.as_json()
+                DBOS.set_event(RECORDS, records, serialization_type=PORTABLE)
+
+
+def records_of(value: Any) -> dict[str, CallRecord]:
+    """The records a session's `records` event holds (none before its first)."""
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): CallRecord.of_json(v) for k, v in value.items()}
+
+
+def worker_of(attempt: str) -> str:
+    """The worker that ran `attempt` (`{key}#{worker}.{n}`)."""
+    return attempt.rpartition("#")[2].rpartition(".")[0]

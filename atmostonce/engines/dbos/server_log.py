@@ -1,0 +1,103 @@
+"""The server log of a DBOS run: what the harness cannot see from outside, from the application
+processes' notes (`notes`), the app's approval inbox (`store`) and DBOS's system database.
+
+- `HandedOut` for each run of a tool, at the moment its process noted it (`started`), durable:
+  DBOS hands nothing out, the process that runs the workflow runs the tool itself;
+- `ResultDelivered` at the earliest `delivering` note of an attempt whose record the session's
+  `records` event holds at the end: the moment the result reached the workflow's durable state;
+- `RunEndSeen` for each `ended` note;
+- from the inbox: `TimerStarted` for each call that waits for approval (its deadline starts at
+  the ask), `ApprovalAnswered` for each answer taken, `TimerFired` when the deadline was found
+  passed;
+- `WorkerDeclaredLost` when a new process took over a killed process's executor id, which is
+  when DBOS recovers that process's workflows.
+
+The notes add what DBOS's tables say: each workflow's status and recovery attempts
+(`workflow_status`) and the tool steps checkpointed (`operation_outputs`).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Sequence
+from contextlib import closing
+from pathlib import Path
+
+from atmostonce.check.history import entries as h
+from atmostonce.engines.adapter import RunEndSeen, ServerLog
+from atmostonce.engines.dbos.notes import read_notes
+from atmostonce.engines.dbos.store import ApprovalRow
+from atmostonce.spec.approval import REPLY_TEXT, ApprovalReply
+from atmostonce.spec.protocol import TimerKind
+
+_ACCEPTED = REPLY_TEXT[ApprovalReply.ACCEPTED]
+
+
+def dbos_tables(system_database: Path) -> list[str]:
+    """Lines for the report from DBOS's own tables: workflows by status, recovery attempts,
+    tool steps checkpointed."""
+    if not system_database.exists():
+        return ["no DBOS system database was written"]
+    try:
+        with closing(sqlite3.connect(system_database, timeout=30.0)) as db:
+            statuses = db.execute("SELECT status, COUNT(*), COALESCE(SUM(recovery_attempts), 0) "
+                                  "FROM workflow_status GROUP BY status").fetchall()
+            steps = db.execute("SELECT function_name, COUNT(*) FROM operation_outputs "
+                               "WHERE function_name LIKE 'tool_%' GROUP BY function_name"
+                               ).fetchall()
+    except sqlite3.Error as error:
+        return [f"DBOS's system tables could not be read: {error}"]
+    workflows = ", ".join(f"{count} {status} (recovery attempts {attempts})"
+                          for status, count, attempts in statuses) or "none"
+    checkpointed = ", ".join(f"{count} of {name}" for name, count in steps) or "none"
+    return [f"DBOS workflow_status: {workflows}; tool steps checkpointed in "
+            f"operation_outputs: {checkpointed}"]
+
+
+def server_log(notes_files: Iterable[Path], approvals: Iterable[ApprovalRow],
+               durable: set[str], lost: Sequence[tuple[float, str]],
+               system_database: Path) -> ServerLog:
+    """The ServerLog of one run (see the module docstring); `durable` are the attempts whose
+    records the sessions' `records` events hold, `lost` is (when, worker name) for each
+    killed process whose executor id a new process took over."""
+    log = ServerLog()
+    entries: list[h.Entry] = []
+    results: dict[str, h.ResultDelivered] = {}
+    hand_outs = 0
+    for path in notes_files:
+        for note in read_notes(path):
+            at = float(note.get("at", 0.0))
+            worker = str(note.get("worker", ""))
+            attempt = str(note.get("attempt", ""))
+            kind = note.get("type")
+            ok = note.get("ok")
+            if kind == "started":
+                key = str(note.get("key", ""))
+                entries.append(h.HandedOut(at, worker, attempt, key, str(note.get("tool", "")),
+                                           True, key))
+                hand_outs += 1
+            elif kind == "ended":
+                log.run_ends.append(RunEndSeen(at, worker, attempt,
+                                               ok if isinstance(ok, bool) else None))
+            elif kind == "delivering" and attempt in durable:
+                seen = results.get(attempt)
+                if seen is None or at < seen.at:
+                    results[attempt] = h.ResultDelivered(at, str(note.get("of", worker)),
+                                                           attempt, ok is True)
+    entries += results.values()
+    for row in approvals:
+        entries.append(h.TimerStarted(row.asked, TimerKind.APPROVAL_DEADLINE, row.key, row.key))
+        if row.answered is not None and row.approve is not None:
+            entries.append(h.ApprovalAnswered(row.answered, row.key, row.approve, True,
+                                              _ACCEPTED))
+        if row.expired is not None:
+            entries.append(h.TimerFired(row.expired, TimerKind.APPROVAL_DEADLINE, row.key,
+                                        row.key))
+    entries += [h.WorkerDeclaredLost(at, worker) for at, worker in lost]
+    log.entries = sorted(entries, key=lambda e: e.at)
+    log.notes.append(
+        f"{hand_outs} attempts, each noted by the application process that ran its tool "
+        f"(DBOS hands nothing out); {len(results)} results that reached a session's records "
+        f"event; {len(lost)} killed processes whose executor id a new process took over")
+    log.notes += dbos_tables(system_database)
+    return log
