@@ -106,6 +106,8 @@ def _events_file(path: Path, found: _Found, log: ServerLog) -> None:
             found.ended[attempt] = bool(ok)
             log.run_ends.append(RunEndSeen(at, worker, attempt,
                                            ok if isinstance(ok, bool) else None))
+        elif kind == "stopped":
+            log.run_ends.append(RunEndSeen(at, worker, attempt))
         elif kind == "timer_started" and found.once(kind, key):
             found.add(h.TimerStarted(at, TimerKind.APPROVAL_DEADLINE, key, key))
         elif kind == "timer_fired" and found.once(kind, key):

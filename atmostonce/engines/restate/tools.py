@@ -101,6 +101,13 @@ async def run_attempt(key: str, tool: str, arguments: str) -> dict[str, Any]:
     try:
         ok, output = await run_tool(tool, arguments, _Run(worker, attempt, key, tool),
                                     worker.table)
+    except asyncio.CancelledError:
+        worker.runs.pop(attempt, None)
+        worker.ledger.send({"op": "run_ended", "worker": worker.name, "attempt": attempt,
+                            "end": "stopped", "output": "stopped: the SDK cancelled the "
+                            "closure when its invocation's stream went"})
+        worker.events.note("stopped", attempt=attempt)
+        raise
     except Exception as error:  # a tool that raises reports a failure (D-3)
         ok, output = False, f"{tool} raised {type(error).__name__}: {error}"
     worker.runs.pop(attempt, None)

@@ -50,7 +50,7 @@ async def serve(args: argparse.Namespace) -> NoReturn:
     config.graceful_timeout = 0.5
     app = restate.app(list(SERVICES))
     serving = asyncio.create_task(hypercorn.asyncio.serve(
-        app, config, shutdown_trigger=stop.wait))  # type: ignore[arg-type]
+        app, config, shutdown_trigger=stop.wait))
     await _listening(args.host, args.port, serving)
     print(ready_line("worker", names=[name], pid=os.getpid()), flush=True)
     await serving
