@@ -82,11 +82,9 @@ def _notes(path: Path, *notes: dict[str, object]) -> Path:
 def test_the_server_log_takes_hand_outs_from_notes_and_the_journal(tmp_path: Path) -> None:
     """Two runs of one call's closure noted by two workers are two hand-outs, however many Run
     commands the journal holds; a Run command no note names is a hand-out to an unknown
-    worker; the n-th Run notification is the n-th run's result."""
-    files = [_notes(tmp_path / "w1.events",
-                    {"type": "started", "at": 1.0, "worker": "w1-1", "attempt": "s/t/c#w1-1.1",
-                     "key": "s/t/c", "tool": "cancel_order"}),
-             _notes(tmp_path / "w2.events",
+    worker; the n-th Run notification is the n-th run's result, delivered by the run that ended
+    last before it, whichever file noted it."""
+    files = [_notes(tmp_path / "w2.events",
                     {"type": "started", "at": 3.0, "worker": "w2-2", "attempt": "s/t/c#w2-2.1",
                      "key": "s/t/c", "tool": "cancel_order"},
                     {"type": "ended", "at": 3.5, "worker": "w2-2", "attempt": "s/t/c#w2-2.1",
@@ -94,7 +92,10 @@ def test_the_server_log_takes_hand_outs_from_notes_and_the_journal(tmp_path: Pat
                     {"type": "answer_taken", "at": 0.5, "worker": "w2-2", "key": "s/t/c",
                      "approve": True},
                     {"type": "answer_taken", "at": 0.7, "worker": "w2-2", "key": "s/t/c",
-                     "approve": True})]
+                     "approve": True}),
+             _notes(tmp_path / "w3.events",
+                    {"type": "started", "at": 1.0, "worker": "w3-3", "attempt": "s/t/c#w3-3.1",
+                     "key": "s/t/c", "tool": "cancel_order"})]
     offset = 1_000_000.0
     journal = [
         {"target": "ToolCall/s/t/c/run_call", "entry_type": "Command: Run", "name": "tool",
@@ -107,7 +108,7 @@ def test_the_server_log_takes_hand_outs_from_notes_and_the_journal(tmp_path: Pat
     log = server_log(journal, files, offset)
     handed = [e for e in log.entries if isinstance(e, h.HandedOut)]
     assert [(e.worker, e.key) for e in handed] == [
-        ("w1-1", "s/t/c"), ("w2-2", "s/t/c"), (UNKNOWN_WORKER, "s/t/d")]
+        ("w3-3", "s/t/c"), ("w2-2", "s/t/c"), (UNKNOWN_WORKER, "s/t/d")]
     [delivered] = [e for e in log.entries if isinstance(e, h.ResultDelivered)]
     assert (delivered.worker, delivered.ok) == ("w2-2", True)
     assert delivered.at == pytest.approx(3.6)

@@ -30,6 +30,9 @@ from atmostonce.spec.approval import REPLY_TEXT, ApprovalReply
 from atmostonce.spec.protocol import TimerKind
 
 UNKNOWN_WORKER = "(unknown worker)"
+CLOCK_SLACK = 0.05
+"""Seconds a journal time may read early against a worker's note: the journal's times are
+the server's wall clock in milliseconds, put on the monotonic clock by a measured offset."""
 TOOL_RUN = "tool"
 """The name of a call's tool run in the journal."""
 JOURNAL_QUERY = (
@@ -44,7 +47,8 @@ class _Found:
     entries: list[tuple[float, int, h.Entry]] = field(default_factory=list)
     handed: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     """key -> (worker, attempt) of each hand-out, in order."""
-    ended: dict[str, bool] = field(default_factory=dict)
+    ended: dict[str, tuple[float, bool]] = field(default_factory=dict)
+    """attempt -> when its run ended and whether the tool returned."""
     seen: set[tuple[str, str]] = field(default_factory=set)
     from_files: int = 0
     from_journal: int = 0
@@ -103,7 +107,7 @@ def _events_file(path: Path, found: _Found, log: ServerLog) -> None:
             found.from_files += 1
         elif kind == "ended":
             ok = note.get("ok")
-            found.ended[attempt] = bool(ok)
+            found.ended[attempt] = (at, bool(ok))
             log.run_ends.append(RunEndSeen(at, worker, attempt,
                                            ok if isinstance(ok, bool) else None))
         elif kind == "stopped":
@@ -143,11 +147,18 @@ def _journal(rows: Sequence[dict[str, Any]], offset: float, found: _Found,
                                       True))
                 found.from_journal += 1
             delivered = notices.get(key, [])
-            if n < len(delivered) and handed:
-                worker, attempt = handed[-1]
-                ok = found.ended.get(attempt)
-                if ok is not None:
-                    found.add(h.ResultDelivered(delivered[n], worker, attempt, ok))
+            if n < len(delivered):
+                _delivered(found, handed, delivered[n])
+
+
+def _delivered(found: _Found, handed: list[tuple[str, str]], at: float) -> None:
+    """The result that reached the server at `at`: the run of the call that ended last before
+    it (the notes and the journal read one clock, give or take the offset's error)."""
+    ends = [(found.ended[attempt][0], worker, attempt) for worker, attempt in handed
+            if attempt in found.ended and found.ended[attempt][0] <= at + CLOCK_SLACK]
+    if ends:
+        _, worker, attempt = max(ends)
+        found.add(h.ResultDelivered(at, worker, attempt, found.ended[attempt][1]))
 
 
 def _key_of(target: str) -> str:
