@@ -13,12 +13,14 @@ commit) and 2 worker processes on loopback, then:
 
 With `--engine temporal` the same measures run on the Temporal mapping right after
 (`benchmarks/temporal_engine.py`: dev server, the mapping's tool workers) and the report gives
-Temporal's figures beside the runtime's, with their ratios.
+Temporal's figures beside the runtime's, with their ratios. With `--engine restate` the
+throughput and latency run on the Restate mapping (`benchmarks/restate_engine.py`); a killed
+worker's call is run again there, never recorded outcome_unknown, so detection is not measured.
 
 A benchmark, never a timed test; figures come from one run on this machine.
 
     python benchmarks/runtime.py [--calls N] [--concurrency C] [--slots S] [--kills K]
-                                 [--engine reference|temporal] [--json]
+                                 [--engine reference|temporal|restate] [--json]
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ from atmostonce.spec.protocol import ExecutorConfig
 from atmostonce.spec.session import ToolCallStatus
 
 if TYPE_CHECKING:
-    from benchmarks import temporal_engine
+    from benchmarks import restate_engine, temporal_engine
 
 SESSION = "bench"
 WORKERS = 2
@@ -174,8 +176,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kills", type=int, default=3, help="killed workers to time (>= 1)")
     parser.add_argument("--heartbeat-timeout", type=float, default=2.0)
     parser.add_argument("--lease", type=float, default=1.0)
-    parser.add_argument("--engine", choices=("reference", "temporal"), default="reference",
-                        help="temporal: also run the Temporal mapping and compare")
+    parser.add_argument("--engine", choices=("reference", "temporal", "restate"),
+                        default="reference",
+                        help="temporal, restate: also run that engine's mapping and compare")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     if min(args.calls, args.concurrency, args.slots, args.kills) < 1:
@@ -190,13 +193,18 @@ def main(argv: list[str] | None = None) -> int:
     command = (f"python benchmarks/runtime.py --calls {args.calls} --concurrency "
                f"{args.concurrency} --slots {args.slots} --kills {args.kills} "
                f"--heartbeat-timeout {args.heartbeat_timeout:g} --lease {args.lease:g}"
-               f"{' --engine temporal' if args.engine == 'temporal' else ''}")
+               f"{'' if args.engine == 'reference' else ' --engine ' + args.engine}")
     temporal = None
     if args.engine == "temporal":
         from benchmarks import temporal_engine
 
         temporal = temporal_engine.run(args.calls, args.concurrency, args.slots, args.kills,
                                        config)
+    restate = None
+    if args.engine == "restate":
+        from benchmarks import restate_engine
+
+        restate = restate_engine.run(args.calls, args.concurrency, config)
     if args.json:
         report: dict[str, object] = {
             "workers": WORKERS, "slots": args.slots, "concurrency": args.concurrency,
@@ -207,6 +215,9 @@ def main(argv: list[str] | None = None) -> int:
             report["temporal"] = {"throughput": asdict(t_speed),
                                   "detection": asdict(t_detection),
                                   "ratios": _ratios(speed, detection, t_speed, t_detection)}
+        if restate is not None:
+            report["restate"] = {"throughput": asdict(restate),
+                                 "detection": None, "ratios": _speed_ratios(speed, restate)}
         print(json.dumps(report, indent=2))
         return 0
     print(f"atmostonce runtime on loopback: {WORKERS} worker processes x {args.slots} slots, "
@@ -224,6 +235,8 @@ def main(argv: list[str] | None = None) -> int:
           f" s; target <= {detection.target:g} s: {'met' if detection.met else 'MISSED'})")
     if temporal is not None:
         _print_temporal(speed, detection, *temporal)
+    if restate is not None:
+        _print_restate(speed, restate)
     print(f"reproduce: {command}")
     return 0
 
@@ -253,6 +266,24 @@ def _print_temporal(speed: Throughput, detection: Detection, t_speed: temporal_e
           f"{t_detection.heartbeat_timeout:g} s; worst x{ratios['detection_worst']:.2f} the "
           "runtime's)")
 
+
+def _speed_ratios(speed: Throughput, r_speed: restate_engine.Speed) -> dict[str, float]:
+    """Restate's figures over the runtime's, as `_ratios`."""
+    return {"calls_per_second": r_speed.calls_per_second / speed.calls_per_second,
+            "p50": r_speed.p50_ms / speed.p50_ms, "p99": r_speed.p99_ms / speed.p99_ms}
+
+
+def _print_restate(speed: Throughput, r_speed: restate_engine.Speed) -> None:
+    ratios = _speed_ratios(speed, r_speed)
+    print(f"Restate mapping (restate-server, {r_speed.workers} service workers, "
+          f"{r_speed.sessions} sessions, events polled every {r_speed.poll_ms:g} ms), same run:")
+    print(f"  end to end:  {r_speed.calls} read calls in {r_speed.seconds:.2f} s = "
+          f"{r_speed.calls_per_second:,.1f} tool calls/s (x{ratios['calls_per_second']:.3f} "
+          "the runtime's)")
+    print(f"  latency:     p50 {r_speed.p50_ms:.1f} ms (x{ratios['p50']:.1f}), p99 "
+          f"{r_speed.p99_ms:.1f} ms (x{ratios['p99']:.1f}), max {r_speed.max_ms:.1f} ms")
+    print("  detection:   not measured: Restate runs a killed worker's call again, it never "
+          "records outcome_unknown (docs/engines.md, R-1)")
 
 
 if __name__ == "__main__":
