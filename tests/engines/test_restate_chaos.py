@@ -79,7 +79,7 @@ def test_a_short_chaos_run_judges_every_property_or_says_why_not() -> None:
     assert not set(judged) & set(unjudged)
     assert unjudged == NOT_CHECKABLE
     broken = {v["property"] for v in report["violations"]}
-    assert broken <= KNOWN, report["violations"]
+    assert broken <= KNOWN, [v for v in report["violations"] if v["property"] not in KNOWN]
     assert (done.returncode == 1) == bool(broken)
     assert report["calls"] > 10
     assert all(gone(pid) for pid in report["pids"])

@@ -83,14 +83,15 @@ def test_the_server_log_takes_hand_outs_from_notes_and_the_journal(tmp_path: Pat
     """Two runs of one call's closure noted by two workers are two hand-outs, however many Run
     commands the journal holds; a Run command no note names is a hand-out to an unknown
     worker; the n-th Run notification is the n-th run's result, delivered by the run that ended
-    last before it, whichever file noted it."""
+    last before it, whichever file noted it; an answer is taken when its handler judged it,
+    not when its note was written."""
     files = [_notes(tmp_path / "w2.events",
                     {"type": "started", "at": 3.0, "worker": "w2-2", "attempt": "s/t/c#w2-2.1",
                      "key": "s/t/c", "tool": "cancel_order"},
                     {"type": "ended", "at": 3.5, "worker": "w2-2", "attempt": "s/t/c#w2-2.1",
                      "ok": True},
-                    {"type": "answer_taken", "at": 0.5, "worker": "w2-2", "key": "s/t/c",
-                     "approve": True},
+                    {"type": "answer_taken", "at": 2.9, "worker": "w2-2", "key": "s/t/c",
+                     "approve": True, "wall": 1_000_000.5},
                     {"type": "answer_taken", "at": 0.7, "worker": "w2-2", "key": "s/t/c",
                      "approve": True}),
              _notes(tmp_path / "w3.events",
@@ -112,5 +113,6 @@ def test_the_server_log_takes_hand_outs_from_notes_and_the_journal(tmp_path: Pat
     [delivered] = [e for e in log.entries if isinstance(e, h.ResultDelivered)]
     assert (delivered.worker, delivered.ok) == ("w2-2", True)
     assert delivered.at == pytest.approx(3.6)
-    assert len([e for e in log.entries if isinstance(e, h.ApprovalAnswered)]) == 1
+    [answered] = [e for e in log.entries if isinstance(e, h.ApprovalAnswered)]
+    assert answered.at == pytest.approx(0.5)
     assert [(r.worker, r.ok) for r in log.run_ends] == [("w2-2", True)]

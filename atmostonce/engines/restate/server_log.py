@@ -12,7 +12,9 @@ adapter.
 - `ResultDelivered` when the run's result reached the server: the `Notification: Run` of the
   call's tool run, for the last run the files name.
 - `TimerStarted`, `TimerFired` and `ApprovalAnswered` from the workers' notes of the approval's
-  course (each note is itself a `ctx.run`, so a crash can note it twice: the first counts).
+  course (each note is itself a `ctx.run`, so a crash can note it twice: the first counts); an
+  answer at the moment its handler judged it by (`ctx.time()`, journaled), which comes before
+  the promise that lets the call run is resolved.
 """
 
 from __future__ import annotations
@@ -70,7 +72,7 @@ def server_log(journal: Sequence[dict[str, Any]], events_files: Iterable[Path],
     log = ServerLog()
     found = _Found()
     for path in events_files:
-        _events_file(path, found, log)
+        _events_file(path, found, log, offset)
     _journal(journal, offset, found, log)
     found.entries.sort(key=lambda item: (item[0], item[1]))
     log.entries = [entry for _, _, entry in found.entries]
@@ -83,7 +85,7 @@ def server_log(journal: Sequence[dict[str, Any]], events_files: Iterable[Path],
     return log
 
 
-def _events_file(path: Path, found: _Found, log: ServerLog) -> None:
+def _events_file(path: Path, found: _Found, log: ServerLog, offset: float) -> None:
     try:
         lines = path.read_text(errors="replace").splitlines()
     except OSError:
@@ -95,7 +97,8 @@ def _events_file(path: Path, found: _Found, log: ServerLog) -> None:
             continue  # a line cut short by a kill
         if not isinstance(note, dict):
             continue
-        at = float(note.get("at", 0.0))
+        wall = note.get("wall")
+        at = float(wall) - offset if isinstance(wall, (int, float)) else float(note.get("at", 0))
         worker = str(note.get("worker", ""))
         attempt = str(note.get("attempt", ""))
         key = str(note.get("key", ""))

@@ -240,21 +240,28 @@ async def _await_answer(ctx: restate.WorkflowContext, key: str, deadline: float
 @tool_call.handler()
 async def take_answer(ctx: restate.WorkflowSharedContext, given: Json) -> Json:
     """An answer to the call's approval: it takes the promise unless the deadline or an earlier
-    answer took it first; the reply by D-7's table."""
+    answer took it first; the reply by D-7's table. The answer is taken at `now`, the moment
+    the handler judged the deadline by, which is before the promise is resolved and so before
+    the call's workflow can run the tool."""
     promise = ctx.promise(ANSWER, type_hint=dict)
     now = await ctx.time()
     mine: Json = {"deadline": True} if now >= given["deadline"] else {
         "approve": bool(given["approve"])}
     try:
         await promise.resolve(mine)
+        took = True
         before = ApprovalState.WAITING if "approve" in mine else ApprovalState.EXPIRED
     except TerminalError:
+        took = False
         before = _state_of(await promise.value())
     event = ApprovalEvent.APPROVE if given["approve"] else ApprovalEvent.REJECT
     _, reply = approval_answer(before, event)
+    if took and before is ApprovalState.EXPIRED:
+        await ctx.run_typed("deadline found passed", tools.note, RunOptions(type_hint=bool),
+                            "timer_fired", ctx.key())
     if reply is ApprovalReply.ACCEPTED:
         await ctx.run_typed("answer taken", tools.note, RunOptions(type_hint=bool),
-                            "answer_taken", ctx.key(), bool(given["approve"]))
+                            "answer_taken", ctx.key(), bool(given["approve"]), now)
     return {"accepted": reply is ApprovalReply.ACCEPTED, "text": REPLY_TEXT[reply]}
 
 

@@ -117,8 +117,10 @@ async def run_attempt(key: str, tool: str, arguments: str) -> dict[str, Any]:
     return {"ok": ok, "output": output}
 
 
-async def note(kind: str, key: str, approve: bool | None = None) -> bool:
+async def note(kind: str, key: str, approve: bool | None = None, wall: float | None = None
+               ) -> bool:
     """A note of the approval's course in the events file: the deadline's timer started or
-    fired, an answer taken."""
-    current().events.note(kind, key=key, approve=approve)
+    fired, an answer taken; `wall`, when given, is the moment it happened by the handler's
+    journaled clock (`ctx.time()`), which the server log prefers to the note's own."""
+    current().events.note(kind, key=key, approve=approve, wall=wall)
     return True
