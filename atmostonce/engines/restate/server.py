@@ -103,7 +103,10 @@ class RestateServer:
             f'[ingress]\nbind-address = "{self.host}:{self.ingress_port}"\n'
             f'[admin]\nbind-address = "{self.host}:{self.admin_port}"\n'
             f'[worker.invoker]\ninactivity-timeout = "{self.inactivity_timeout:g}s"\n')
-        argv = [sys.executable, "-m", "atmostonce.engines.restate.exec_child", str(self.binary),
+        tmp = self.workdir / "restate-tmp"
+        tmp.mkdir(exist_ok=True)
+        argv = [sys.executable, "-m", "atmostonce.engines.restate.exec_child", str(tmp),
+                str(self.binary),
                 "--config-file", str(config), "--bind-ip", self.host, "--advertised-host",
                 self.host, "--base-dir", str(self.base), "--listen-mode", "tcp",
                 "--bind-port", str(self.node_port), "--no-logo"]
