@@ -15,12 +15,14 @@ With `--engine temporal` the same measures run on the Temporal mapping right aft
 (`benchmarks/temporal_engine.py`: dev server, the mapping's tool workers) and the report gives
 Temporal's figures beside the runtime's, with their ratios. With `--engine dbos` the same for the
 DBOS mapping (`benchmarks/dbos_engine.py`), whose kill measure is a recovery time, not a
-detection time (DBOS runs a killed step again).
+detection time (DBOS runs a killed step again). With `--engine restate` the
+throughput and latency run on the Restate mapping (`benchmarks/restate_engine.py`); a killed
+worker's call is run again there, never recorded outcome_unknown, so detection is not measured.
 
 A benchmark, never a timed test; figures come from one run on this machine.
 
     python benchmarks/runtime.py [--calls N] [--concurrency C] [--slots S] [--kills K]
-                                 [--engine reference|temporal|dbos] [--json]
+                                 [--engine reference|temporal|dbos|restate] [--json]
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ from atmostonce.spec.protocol import ExecutorConfig
 from atmostonce.spec.session import ToolCallStatus
 
 if TYPE_CHECKING:
-    from benchmarks import dbos_engine, temporal_engine
+    from benchmarks import dbos_engine, restate_engine, temporal_engine
 
 SESSION = "bench"
 WORKERS = 2
@@ -176,9 +178,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kills", type=int, default=3, help="killed workers to time (>= 1)")
     parser.add_argument("--heartbeat-timeout", type=float, default=2.0)
     parser.add_argument("--lease", type=float, default=1.0)
-    parser.add_argument("--engine", choices=("reference", "temporal", "dbos"),
+    parser.add_argument("--engine", choices=("reference", "temporal", "dbos", "restate"),
                         default="reference",
-                        help="temporal, dbos: also run that engine's mapping and compare")
+                        help="temporal, dbos, restate: also run that engine's mapping and "
+                        "compare")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     if min(args.calls, args.concurrency, args.slots, args.kills) < 1:
@@ -205,6 +208,11 @@ def main(argv: list[str] | None = None) -> int:
         from benchmarks import dbos_engine
 
         dbos = dbos_engine.run(args.calls, args.concurrency, args.kills, config)
+    restate = None
+    if args.engine == "restate":
+        from benchmarks import restate_engine
+
+        restate = restate_engine.run(args.calls, args.concurrency, config)
     if args.json:
         report: dict[str, object] = {
             "workers": WORKERS, "slots": args.slots, "concurrency": args.concurrency,
@@ -219,6 +227,9 @@ def main(argv: list[str] | None = None) -> int:
             d_speed, d_recovery = dbos
             report["dbos"] = {"throughput": asdict(d_speed), "recovery": asdict(d_recovery),
                               "ratios": _speed_ratios(speed, d_speed)}
+        if restate is not None:
+            report["restate"] = {"throughput": asdict(restate),
+                                 "detection": None, "ratios": _speed_ratios(speed, restate)}
         print(json.dumps(report, indent=2))
         return 0
     print(f"atmostonce runtime on loopback: {WORKERS} worker processes x {args.slots} slots, "
@@ -238,6 +249,8 @@ def main(argv: list[str] | None = None) -> int:
         _print_temporal(speed, detection, *temporal)
     if dbos is not None:
         _print_dbos(speed, *dbos)
+    if restate is not None:
+        _print_restate(speed, restate)
     print(f"reproduce: {command}")
     return 0
 
@@ -268,10 +281,12 @@ def _print_temporal(speed: Throughput, detection: Detection, t_speed: temporal_e
           "runtime's)")
 
 
-def _speed_ratios(speed: Throughput, d_speed: dbos_engine.Speed) -> dict[str, float]:
-    """DBOS's figures over the runtime's (see `_ratios`); its kill measure gets none."""
-    return {"calls_per_second": d_speed.calls_per_second / speed.calls_per_second,
-            "p50": d_speed.p50_ms / speed.p50_ms, "p99": d_speed.p99_ms / speed.p99_ms}
+def _speed_ratios(speed: Throughput, other: dbos_engine.Speed | restate_engine.Speed
+                  ) -> dict[str, float]:
+    """An engine's throughput and latency over the runtime's (see `_ratios`); DBOS's and
+    Restate's kill measures get none."""
+    return {"calls_per_second": other.calls_per_second / speed.calls_per_second,
+            "p50": other.p50_ms / speed.p50_ms, "p99": other.p99_ms / speed.p99_ms}
 
 
 def _print_dbos(speed: Throughput, d_speed: dbos_engine.Speed,
@@ -288,6 +303,20 @@ def _print_dbos(speed: Throughput, d_speed: dbos_engine.Speed,
           f"{d_speed.p99_ms:.1f} ms (x{ratios['p99']:.1f}), max {d_speed.max_ms:.1f} ms")
     print(f"  recovery:    killed process -> record after DBOS ran the step again in {shown} s "
           "(no outcome_unknown: not comparable with detection)")
+
+
+
+def _print_restate(speed: Throughput, r_speed: restate_engine.Speed) -> None:
+    ratios = _speed_ratios(speed, r_speed)
+    print(f"Restate mapping (restate-server, {r_speed.workers} service workers, "
+          f"{r_speed.sessions} sessions, events polled every {r_speed.poll_ms:g} ms), same run:")
+    print(f"  end to end:  {r_speed.calls} read calls in {r_speed.seconds:.2f} s = "
+          f"{r_speed.calls_per_second:,.1f} tool calls/s (x{ratios['calls_per_second']:.3f} "
+          "the runtime's)")
+    print(f"  latency:     p50 {r_speed.p50_ms:.1f} ms (x{ratios['p50']:.1f}), p99 "
+          f"{r_speed.p99_ms:.1f} ms (x{ratios['p99']:.1f}), max {r_speed.max_ms:.1f} ms")
+    print("  detection:   not measured: Restate runs a killed worker's call again, it never "
+          "records outcome_unknown (docs/engines.md, R-1)")
 
 
 if __name__ == "__main__":
