@@ -108,6 +108,12 @@ class TemporalSessions:
     """The session API on one Temporal client, connected on first use (see the module
     docstring). Used from one event loop."""
 
+    workflow = "AgentSession"
+    """The session workflow's type: another mapping's workflow with the same updates and
+    queries (a subclass says which) is driven the same way."""
+    task_queue = mapping.SESSIONS_QUEUE
+    """The task queue the session workflows and the policy registry run on."""
+
     def __init__(self, target: str, settings: Settings, *, connect_timeout: float = 5.0,
                  request_timeout: float = 10.0,
                  opened: Callable[[str], None] = lambda session_id: None) -> None:
@@ -168,7 +174,7 @@ class TemporalSessions:
     async def start_registry(self) -> None:
         """Start the tool policy registry unless it runs already."""
         await self._call("start the registry", lambda c: c.start_workflow(
-            ToolPolicies.run, id=mapping.REGISTRY_ID, task_queue=mapping.SESSIONS_QUEUE,
+            ToolPolicies.run, id=mapping.REGISTRY_ID, task_queue=self.task_queue,
             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING, rpc_timeout=self._rpc()))
 
     async def set_policy(self, tool: str, policy: ToolPolicy | None = None,
@@ -183,7 +189,7 @@ class TemporalSessions:
         start = SessionStart(session_id, default_effect.value if default_effect else None,
                              self.settings)
         await self._call("open_session", lambda c: c.start_workflow(
-            AgentSession.run, start, id=session_id, task_queue=mapping.SESSIONS_QUEUE,
+            self.workflow, start, id=session_id, task_queue=self.task_queue,
             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING, rpc_timeout=self._rpc()))
         self.opened(session_id)
 
