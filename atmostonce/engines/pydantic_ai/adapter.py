@@ -33,10 +33,12 @@ from atmostonce.engines.pydantic_ai.workflows import WORKFLOW
 from atmostonce.engines.temporal import mapping as temporal_mapping
 from atmostonce.engines.temporal.adapter import (
     CONNECT_TIMEOUT,
-    NOT_CHECKABLE as TEMPORAL_NOT_CHECKABLE,
     READY,
     REQUEST_TIMEOUT,
     TemporalEngine,
+)
+from atmostonce.engines.temporal.adapter import (
+    NOT_CHECKABLE as TEMPORAL_NOT_CHECKABLE,
 )
 from atmostonce.engines.temporal.client import TemporalSessions
 from atmostonce.engines.temporal.server_log import Activities

@@ -21,6 +21,7 @@ here.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -108,10 +109,8 @@ class ToolProcess:
             "output": "stopped by its worker: the worker was told to stop"})
             for run in list(self.runs.values())]
         if notices:
-            try:
+            with contextlib.suppress(TimeoutError, OSError, SpecError):
                 await asyncio.wait_for(asyncio.gather(*notices), STOP_GRACE)
-            except (TimeoutError, OSError, SpecError):
-                pass
 
 
 _PROCESS: list[ToolProcess] = []
@@ -133,10 +132,11 @@ def _arguments(given: dict[str, Any]) -> str:
 
 
 def _tool(name: str) -> Any:
-    async def run(ctx: RunContext[mapping.TurnDeps], order_id: str | None = None, n: int | None = None,
-                  duration: float | None = None, write_at: float | None = None,
-                  fail: bool | None = None, gate: str | None = None) -> str:
-        plan = ctx.deps.calls.get(ctx.tool_call_id)
+    async def run(ctx: RunContext[mapping.TurnDeps], order_id: str | None = None,
+                  n: int | None = None, duration: float | None = None,
+                  write_at: float | None = None, fail: bool | None = None,
+                  gate: str | None = None) -> str:
+        plan = ctx.deps.calls.get(ctx.tool_call_id or "")
         if plan is None:
             raise ToolFailed(mapping.tool_failed_text(
                 f"no call {ctx.tool_call_id!r} in turn {ctx.deps.turn_id!r}"))

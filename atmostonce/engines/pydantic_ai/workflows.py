@@ -88,7 +88,7 @@ class _Call:
 class PydanticSession(PydanticAIWorkflow):
     """One agent session (see the module docstring)."""
 
-    __pydantic_ai_agents__ = list(AGENTS.values())
+    __pydantic_ai_agents__ = tuple(AGENTS.values())
 
     @workflow.init
     def __init__(self, start: SessionStart) -> None:

@@ -72,6 +72,10 @@ _TASK_FAILED = "unexpected workflow task failure"
 """What an update gets while the workflow's last task failed and the server retries it (found
 after a restart: the session worker sent the acceptance of an update the server had completed
 already); the update was not taken, so sending it again is safe."""
+_QUERY_TASK_FAILED = "Workflow Task in failed state"
+"""What a query gets at the same moment: the workflow's last task failed and the server retries
+it; the query read nothing, so asking again is safe (seen when the workers that run the
+workflows are the ones killed, as in the Pydantic AI mapping)."""
 _GONE = {RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED,
          RPCStatusCode.UNKNOWN, RPCStatusCode.INTERNAL, RPCStatusCode.ABORTED,
          RPCStatusCode.RESOURCE_EXHAUSTED}
@@ -159,7 +163,8 @@ class TemporalSessions:
                 raise ServerUnavailable(f"{what}: {error.status.name}: {error}") from None
             if error.status is RPCStatusCode.NOT_FOUND:
                 raise NotFound(f"{what}: {error}") from None
-            if error.status is RPCStatusCode.FAILED_PRECONDITION and _TASK_FAILED in str(error):
+            if error.status is RPCStatusCode.FAILED_PRECONDITION and (
+                    _TASK_FAILED in str(error) or _QUERY_TASK_FAILED in str(error)):
                 raise ServerUnavailable(f"{what}: the workflow's task failed and is being "
                                         f"retried ({error})") from None
             raise SpecError(f"{what}: {error.status.name if error.status else '?'}: "
