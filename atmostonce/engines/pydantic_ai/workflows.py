@@ -13,7 +13,8 @@ answers, and `agent.run` runs them, each call's plan in the run's deps. A run th
 with `DeferredToolResults`: True for an approved call, a `ToolDenied` with the rejection's
 text otherwise. Each call's record is read from its tool return (`mapping.record_of`) and joins
 the snapshot's history and the session's AgentEvents stream; an agent run that fails records
-its calls still without a record as a lost attempt would (`mapping`'s plan, D-5).
+its calls still without a record as if their attempts' worker was lost (D-5: unknown means
+reached).
 """
 
 from __future__ import annotations
