@@ -81,8 +81,10 @@ def call_of(a: ActivityTaskScheduledEventAttributes) -> tuple[str, str] | None:
     params, deps = (_decoded(p) for p in a.input.payloads[:2])
     if not isinstance(params, dict) or not isinstance(deps, dict):
         return None
-    context = params.get("serialized_run_context") or {}
-    plan = (deps.get("calls") or {}).get(context.get("tool_call_id", ""))
+    context, calls = params.get("serialized_run_context"), deps.get("calls")
+    if not isinstance(context, dict) or not isinstance(calls, dict):
+        return None
+    plan = calls.get(context.get("tool_call_id", ""))
     if not isinstance(plan, dict):
         return None
     return str(plan.get("key", "")), str(params.get("name", ""))
