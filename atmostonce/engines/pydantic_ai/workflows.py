@@ -71,6 +71,9 @@ with workflow.unsafe.imports_passed_through():
 
 QUIET = 0.15
 """Seconds after a turn's last call was asked before the turn runs."""
+MIN_TIMER = 0.001
+"""Seconds of the shortest deadline timer: a deadline already passed still starts one, so the
+commands do not depend on the clock (see `_next_turn`)."""
 WORKFLOW = "PydanticAgentSession"
 
 
@@ -112,15 +115,21 @@ class PydanticSession(PydanticAIWorkflow):
             await self._run_turn(turn)
 
     async def _next_turn(self) -> list[_Call]:
-        """The calls of the earliest turn waiting, once its last was asked QUIET ago."""
+        """The calls of the earliest turn waiting, once no call of it was asked for QUIET.
+
+        Decided by the calls asked, never by comparing times: an update's `workflow.now()`
+        on replay is the time its workflow task was written, which can differ from the time
+        the worker first handled it by more than QUIET on a busy server, and a branch on it
+        would then replay differently (a nondeterminism error that wedges the session)."""
+        turn_id = self.waiting[0].ask.turn_id
         while True:
-            turn_id = self.waiting[0].ask.turn_id
-            turn = [c for c in self.waiting if c.ask.turn_id == turn_id]
-            quiet = max(c.asked_at for c in turn) + QUIET - workflow.now().timestamp()
-            if quiet <= 0:
-                self.waiting = [c for c in self.waiting if c.ask.turn_id != turn_id]
-                return turn
-            await workflow.sleep(quiet)
+            asked = len(self.calls)
+            await workflow.sleep(QUIET)
+            if len(self.calls) == asked:
+                break
+        turn = [c for c in self.waiting if c.ask.turn_id == turn_id]
+        self.waiting = [c for c in self.waiting if c.ask.turn_id != turn_id]
+        return turn
 
     async def _run_turn(self, turn: list[_Call]) -> None:
         agent = AGENTS[self.variant.name]
@@ -188,10 +197,11 @@ class PydanticSession(PydanticAIWorkflow):
     async def _await_answer(self, call: _Call) -> ApprovalState:
         """Wait for the first answer, or the deadline, whichever lands first (D-7)."""
         remaining = call.asked_at + self.config.approval_deadline - workflow.now().timestamp()
-        if remaining > 0 and call.approval is ApprovalState.WAITING:
+        if call.approval is ApprovalState.WAITING:
             with contextlib.suppress(TimeoutError):
                 await workflow.wait_condition(
-                    lambda: call.approval is not ApprovalState.WAITING, timeout=remaining,
+                    lambda: call.approval is not ApprovalState.WAITING,
+                    timeout=max(remaining, MIN_TIMER),
                     timeout_summary=deadline_summary(call.key))
         if call.approval is ApprovalState.WAITING:
             call.approval, _ = approval_answer(call.approval, ApprovalEvent.DEADLINE)
