@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from atmostonce.chaos.judge import Judged, judge
 from atmostonce.chaos.nemesis import FaultLog
@@ -58,10 +58,11 @@ class World:
     api: TemporalSessions = field(init=False)
     obs: Observations = field(default_factory=Observations)
     """What the client saw through `observed` and `record`, for `judged`."""
+    faults: FaultLog = field(default_factory=FaultLog)
+    """The faults a scenario noted as a chaos run's nemesis notes them, for `judged`."""
 
     def __post_init__(self) -> None:
-        self.api = TemporalSessions(self.engine.server.address, self.engine.settings,
-                                    opened=lambda _: None)
+        self.api = cast(TemporalSessions, self.engine.client())
         self.observed = Observed(self)
 
     def judged(self, edit: Callable[[ServerLog], ServerLog] = lambda log: log,
@@ -71,7 +72,7 @@ class World:
         chaos run does."""
         self.engine.close()
         runs = [run for run in self.ledger.runs() if ran(run)]
-        return judge(self.obs, FaultLog(), edit(self.engine.server_log()), runs,
+        return judge(self.obs, self.faults, edit(self.engine.server_log()), runs,
                      self.ledger.writes(), self.engine.setup.config, limits_of(self.engine),
                      now())
 
@@ -106,7 +107,10 @@ class Observed(ObservedCalls):
 
 @contextmanager
 def temporal_world(tmp_path: Path, config: ExecutorConfig, workers: int = 1,
-                   variant: mapping.Variant = mapping.PAGE) -> Iterator[World]:
+                   variant: mapping.Variant = mapping.PAGE,
+                   make: Callable[[EngineSetup], TemporalEngine] | None = None
+                   ) -> Iterator[World]:
+    """`make` builds another mapping's engine on Temporal (Pydantic AI's) from the setup."""
     token_file = tmp_path / "token"
     token = ensure_token(token_file)
     ledger = spawn("ledger", ["--db", str(tmp_path / "ledger.db"), "--port", "0",
@@ -115,9 +119,9 @@ def temporal_world(tmp_path: Path, config: ExecutorConfig, workers: int = 1,
     engine: TemporalEngine | None = None
     try:
         port = int(ledger.wait_ready(20.0)["port"])
-        engine = TemporalEngine(EngineSetup(tmp_path / "engine", f"127.0.0.1:{port}", config,
-                                            workers, DEFAULT_EXECUTOR, token_file=token_file),
-                                variant)
+        setup = EngineSetup(tmp_path / "engine", f"127.0.0.1:{port}", config, workers,
+                            DEFAULT_EXECUTOR, token_file=token_file)
+        engine = make(setup) if make is not None else TemporalEngine(setup, variant)
         engine.start()
         with LedgerClient("127.0.0.1", port, token=token) as truth:
             yield World(engine, truth, (port, token))

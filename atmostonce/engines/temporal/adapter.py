@@ -34,7 +34,12 @@ from atmostonce.engines.temporal import mapping, process
 from atmostonce.engines.temporal.client import TemporalSessions, connect
 from atmostonce.engines.temporal.dev_server import DevServer
 from atmostonce.engines.temporal.payloads import Settings, settings_of
-from atmostonce.engines.temporal.server_log import Fetched, server_log
+from atmostonce.engines.temporal.server_log import (
+    TOOL_ACTIVITY,
+    Activities,
+    Fetched,
+    server_log,
+)
 from atmostonce.runtime.processes import Managed, start, stop_all
 from atmostonce.runtime.tokens import ensure_token
 from atmostonce.spec.errors import SpecError
@@ -80,6 +85,10 @@ class TemporalEngine(ProxiedWorkers[_Worker]):
     docstring)."""
 
     loop_name = "atmostonce-temporal"
+    worker_module = "atmostonce.engines.temporal.worker"
+    """The module the worker processes run (another mapping on Temporal names its own)."""
+    activities: Activities = TOOL_ACTIVITY
+    """How the server log finds the calls among the histories' activities."""
 
     def __init__(self, setup: EngineSetup, variant: mapping.Variant = mapping.PAGE,
                  slots: int = 1) -> None:
@@ -132,8 +141,7 @@ class TemporalEngine(ProxiedWorkers[_Worker]):
 
     def _spawn(self, role: str, args: list[str]) -> Managed:
         log = self.setup.workdir / f"{len(self.started) + 1:03d}-{role}.log"
-        started = start(role, process.python_module(
-            "atmostonce.engines.temporal.worker", *args), log)
+        started = start(role, process.python_module(self.worker_module, *args), log)
         self.started.append(started)
         return started
 
@@ -160,15 +168,20 @@ class TemporalEngine(ProxiedWorkers[_Worker]):
         self._count += 1
         wid = f"w{self._count}"
         events = self.setup.workdir / f"{wid}.events"
-        args = ["tools", "--server", f"{self.setup.host}:{port}", "--ledger", self.setup.ledger,
+        started = self._spawn("worker", self._worker_args(f"{self.setup.host}:{port}", wid,
+                                                          events))
+        worker = _Worker(WorkerRef(wid, (), started.pid), started, proxy, events)
+        self._workers[wid] = worker
+        return worker
+
+    def _worker_args(self, server: str, wid: str, events: Path) -> list[str]:
+        """The command line of tool worker `wid`, reaching the server at `server`."""
+        args = ["tools", "--server", server, "--ledger", self.setup.ledger,
                 "--token-file", str(self.token_file), "--name", wid, "--events", str(events),
                 "--lease", repr(self.setup.config.lease), "--slots", str(self.slots)]
         if not self.variant.lease:
             args.append("--no-lease")
-        started = self._spawn("worker", args)
-        worker = _Worker(WorkerRef(wid, (), started.pid), started, proxy, events)
-        self._workers[wid] = worker
-        return worker
+        return args
 
     def _ready(self, worker: _Worker) -> WorkerRef:
         self._wait_ready(worker.process)
@@ -187,7 +200,7 @@ class TemporalEngine(ProxiedWorkers[_Worker]):
 
     def server_log(self) -> ServerLog:
         log = server_log(self._histories, [w.events for w in self._workers.values()],
-                         self.offset)
+                         self.offset, self.activities)
         if not self._read:
             log.notes.append(f"the workflow histories could not be read at the end "
                              f"({self._unread or 'the run stopped first'}): the server log "

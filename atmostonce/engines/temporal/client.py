@@ -72,6 +72,10 @@ _TASK_FAILED = "unexpected workflow task failure"
 """What an update gets while the workflow's last task failed and the server retries it (found
 after a restart: the session worker sent the acceptance of an update the server had completed
 already); the update was not taken, so sending it again is safe."""
+_QUERY_TASK_FAILED = "Workflow Task in failed state"
+"""What a query gets at the same moment: the workflow's last task failed and the server retries
+it; the query read nothing, so asking again is safe (seen when the workers that run the
+workflows are the ones killed, as in the Pydantic AI mapping)."""
 _GONE = {RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED,
          RPCStatusCode.UNKNOWN, RPCStatusCode.INTERNAL, RPCStatusCode.ABORTED,
          RPCStatusCode.RESOURCE_EXHAUSTED}
@@ -107,6 +111,12 @@ async def connect(target: str) -> Client:
 class TemporalSessions:
     """The session API on one Temporal client, connected on first use (see the module
     docstring). Used from one event loop."""
+
+    workflow = "AgentSession"
+    """The session workflow's type: another mapping's workflow with the same updates and
+    queries (a subclass says which) is driven the same way."""
+    task_queue = mapping.SESSIONS_QUEUE
+    """The task queue the session workflows and the policy registry run on."""
 
     def __init__(self, target: str, settings: Settings, *, connect_timeout: float = 5.0,
                  request_timeout: float = 10.0,
@@ -153,7 +163,8 @@ class TemporalSessions:
                 raise ServerUnavailable(f"{what}: {error.status.name}: {error}") from None
             if error.status is RPCStatusCode.NOT_FOUND:
                 raise NotFound(f"{what}: {error}") from None
-            if error.status is RPCStatusCode.FAILED_PRECONDITION and _TASK_FAILED in str(error):
+            if error.status is RPCStatusCode.FAILED_PRECONDITION and (
+                    _TASK_FAILED in str(error) or _QUERY_TASK_FAILED in str(error)):
                 raise ServerUnavailable(f"{what}: the workflow's task failed and is being "
                                         f"retried ({error})") from None
             raise SpecError(f"{what}: {error.status.name if error.status else '?'}: "
@@ -168,7 +179,7 @@ class TemporalSessions:
     async def start_registry(self) -> None:
         """Start the tool policy registry unless it runs already."""
         await self._call("start the registry", lambda c: c.start_workflow(
-            ToolPolicies.run, id=mapping.REGISTRY_ID, task_queue=mapping.SESSIONS_QUEUE,
+            ToolPolicies.run, id=mapping.REGISTRY_ID, task_queue=self.task_queue,
             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING, rpc_timeout=self._rpc()))
 
     async def set_policy(self, tool: str, policy: ToolPolicy | None = None,
@@ -183,7 +194,7 @@ class TemporalSessions:
         start = SessionStart(session_id, default_effect.value if default_effect else None,
                              self.settings)
         await self._call("open_session", lambda c: c.start_workflow(
-            AgentSession.run, start, id=session_id, task_queue=mapping.SESSIONS_QUEUE,
+            self.workflow, start, id=session_id, task_queue=self.task_queue,
             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING, rpc_timeout=self._rpc()))
         self.opened(session_id)
 

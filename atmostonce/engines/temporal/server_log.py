@@ -28,13 +28,14 @@ evidence `mapping.reached_before` reads). Such a hand-out, of an attempt no file
 event names, is entered as `{key}#earlier` to an unknown worker, at the time the activity was
 scheduled: that it happened is known, not when, nor to whom. Every time is turned from the
 server's wall clock to this machine's monotonic clock by `offset` (wall minus monotonic, read
-once).
+once). Another mapping on Temporal whose activities are not this one's tool activity (Pydantic
+AI's) says how its activities name their calls (`Activities`), and the rest is read the same.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,7 +44,11 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from temporalio.api.common.v1 import Payload, Payloads
 from temporalio.api.enums.v1 import PendingActivityState, TimeoutType
 from temporalio.api.failure.v1 import Failure
-from temporalio.api.history.v1 import HistoryEvent
+from temporalio.api.history.v1 import (
+    ActivityTaskCompletedEventAttributes,
+    ActivityTaskScheduledEventAttributes,
+    HistoryEvent,
+)
 from temporalio.api.workflow.v1 import PendingActivityInfo
 
 from atmostonce.check.history import entries as h
@@ -57,6 +62,26 @@ UNKNOWN_WORKER = "(unknown worker)"
 """The worker of a hand-out known only from a later attempt's failure."""
 _DEADLINE = deadline_summary("")
 _PASSED = REPLY_TEXT[ApprovalReply.DEADLINE_PASSED]
+
+
+@dataclass(frozen=True)
+class Activities:
+    """How a mapping's activities name their calls: `call_of` gives the call's key and tool a
+    scheduled activity runs, or None for an activity that runs no tool call (another mapping's
+    model request); `returned` says whether a completed one's tool returned rather than
+    reported a failure."""
+
+    call_of: Callable[[ActivityTaskScheduledEventAttributes], tuple[str, str] | None]
+    returned: Callable[[ActivityTaskCompletedEventAttributes], bool]
+
+
+def _tool_job(a: ActivityTaskScheduledEventAttributes) -> tuple[str, str]:
+    return a.activity_id, str(_first(a.input).get("tool", ""))
+
+
+TOOL_ACTIVITY = Activities(_tool_job, lambda completed: True)
+"""This mapping's tool activity: its id is the call's key, its input a `ToolJob`, and a failure
+the tool reports fails it (`mapping.TOOL_FAILED_TYPE`)."""
 
 
 @dataclass
@@ -92,12 +117,12 @@ class _Found:
 
 
 def server_log(histories: Sequence[Fetched], events_files: Iterable[Path],
-               offset: float) -> ServerLog:
+               offset: float, activities: Activities = TOOL_ACTIVITY) -> ServerLog:
     """The ServerLog of one chaos run (see the module docstring)."""
     log = ServerLog()
     found = _Found()
     for fetched in histories:
-        _history(fetched, offset, found, log)
+        _history(fetched, offset, found, log, activities)
     for path in events_files:
         _events_file(path, found, log)
     _earlier_attempts(found)
@@ -114,8 +139,10 @@ def server_log(histories: Sequence[Fetched], events_files: Iterable[Path],
     return log
 
 
-def _history(fetched: Fetched, offset: float, found: _Found, log: ServerLog) -> None:
+def _history(fetched: Fetched, offset: float, found: _Found, log: ServerLog,
+             activities: Activities) -> None:
     scheduled: dict[int, tuple[str, str]] = {}
+    by_id: dict[str, tuple[str, str]] = {}
     scheduled_at: dict[int, float] = {}
     started: dict[int, tuple[str, str]] = {}
     timers: dict[int, str] = {}
@@ -133,25 +160,31 @@ def _history(fetched: Fetched, offset: float, found: _Found, log: ServerLog) -> 
             task_started = at
         elif kind == "activity_task_scheduled_event_attributes":
             a = event.activity_task_scheduled_event_attributes
-            job = _first(a.input)
-            scheduled[event.event_id] = (a.activity_id, str(job.get("tool", "")))
+            call = activities.call_of(a)
+            if call is None:
+                continue
+            scheduled[event.event_id] = by_id[a.activity_id] = call
             scheduled_at[event.event_id] = at
         elif kind == "activity_task_started_event_attributes":
             s = event.activity_task_started_event_attributes
-            key, tool = scheduled.get(s.scheduled_event_id, ("", ""))
+            if s.scheduled_event_id not in scheduled:
+                continue
+            key, tool = scheduled[s.scheduled_event_id]
             attempt = f"{key}#{s.attempt}"
             started[event.event_id] = (s.identity, attempt)
             if found.hand_out(at, s.identity, attempt, key, tool, s.attempt):
                 found.from_history += 1
         elif kind == "activity_task_completed_event_attributes":
             c = event.activity_task_completed_event_attributes
-            _result(found, log, at, started.get(c.started_event_id), True)
+            _result(found, log, at, started.get(c.started_event_id), activities.returned(c))
         elif kind == "activity_task_failed_event_attributes":
             f = event.activity_task_failed_event_attributes
             if f.failure.application_failure_info.type == mapping.TOOL_FAILED_TYPE:
                 _result(found, log, at, started.get(f.started_event_id), False)
         elif kind == "activity_task_timed_out_event_attributes":
             t = event.activity_task_timed_out_event_attributes
+            if t.scheduled_event_id not in scheduled:
+                continue
             where = started.get(t.started_event_id)
             if t.failure.HasField("cause"):
                 key, tool = scheduled.get(t.scheduled_event_id, ("", ""))
@@ -191,11 +224,14 @@ def _history(fetched: Fetched, offset: float, found: _Found, log: ServerLog) -> 
                 expired.add(key)
                 found.add(h.TimerFired(took, TimerKind.APPROVAL_DEADLINE, key, key))
     for pending in fetched.pending:
-        if pending.state == PendingActivityState.PENDING_ACTIVITY_STATE_STARTED:
+        call = by_id.get(pending.activity_id)
+        if call is not None and \
+                pending.state == PendingActivityState.PENDING_ACTIVITY_STATE_STARTED:
             at = _monotonic(pending.last_started_time, offset)
-            attempt = f"{pending.activity_id}#{pending.attempt}"
-            if found.hand_out(at, pending.last_worker_identity, attempt, pending.activity_id,
-                              "", pending.attempt):
+            key, tool = call
+            attempt = f"{key}#{pending.attempt}"
+            if found.hand_out(at, pending.last_worker_identity, attempt, key, tool,
+                              pending.attempt):
                 found.from_history += 1
 
 

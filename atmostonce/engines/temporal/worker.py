@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from temporalio import activity
-from temporalio.client import Client
+from temporalio.client import Client, Plugin
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RetryConfig, RPCError, RPCStatusCode
 from temporalio.worker import Worker
@@ -254,13 +254,15 @@ class ToolWorker:
                 await asyncio.wait_for(asyncio.gather(*notices), 0.3)
 
 
-async def _connect(server: str, identity: str) -> Client:
-    """The server's client, tried until CONNECT_FOR has passed."""
+async def connect_client(server: str, identity: str, plugins: Sequence[Plugin] = ()
+                         ) -> Client:
+    """The server's client, tried until CONNECT_FOR has passed; `plugins` are Temporal client
+    plugins (another mapping's framework)."""
     deadline = time.monotonic() + CONNECT_FOR
     while True:
         try:
             return await Client.connect(server, namespace=mapping.NAMESPACE, identity=identity,
-                                        retry_config=RETRY)
+                                        retry_config=RETRY, plugins=list(plugins))
         except Exception as error:
             if time.monotonic() > deadline:
                 raise SpecError(f"cannot reach the Temporal server at {server}: "
@@ -269,7 +271,7 @@ async def _connect(server: str, identity: str) -> Client:
 
 
 
-def _stop_on_signals(stop: asyncio.Event) -> None:
+def stop_on_signals(stop: asyncio.Event) -> None:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
@@ -278,10 +280,10 @@ def _stop_on_signals(stop: asyncio.Event) -> None:
 async def tools(args: argparse.Namespace) -> NoReturn:
     name = f"{args.name}-{os.getpid()}"
     stop = asyncio.Event()
-    _stop_on_signals(stop)
+    stop_on_signals(stop)
     ledger = await worker_ledger(args.ledger, read_token(Path(args.token_file)), name,
                                   CONNECT_FOR)
-    client = await _connect(args.server, name)
+    client = await connect_client(args.server, name)
     work = ToolWorker(client, ledger, name, args.lease, not args.no_lease,
                       EventsFile(Path(args.events), name), behaviours())
     worker = Worker(client, task_queue=mapping.TOOLS_QUEUE, activities=[work.call_tool],
@@ -290,7 +292,7 @@ async def tools(args: argparse.Namespace) -> NoReturn:
     running = asyncio.create_task(worker.run())
     watchdog = asyncio.create_task(work.watch())
     print(ready_line("worker", names=[name], pid=os.getpid()), flush=True)
-    await _until(stop, running)
+    await until_stopped(stop, running)
     watchdog.cancel()
     await work.stopped()
     ledger.close()
@@ -302,17 +304,17 @@ async def sessions(args: argparse.Namespace) -> NoReturn:
 
     name = f"sessions-{os.getpid()}"
     stop = asyncio.Event()
-    _stop_on_signals(stop)
-    client = await _connect(args.server, name)
+    stop_on_signals(stop)
+    client = await connect_client(args.server, name)
     worker = Worker(client, task_queue=mapping.SESSIONS_QUEUE, workflows=list(WORKFLOWS),
                     identity=name, workflow_runner=RUNNER)
     running = asyncio.create_task(worker.run())
     print(ready_line("sessions", names=[name], pid=os.getpid()), flush=True)
-    await _until(stop, running)
+    await until_stopped(stop, running)
     leave(0)
 
 
-async def _until(stop: asyncio.Event, running: asyncio.Task[None]) -> None:
+async def until_stopped(stop: asyncio.Event, running: asyncio.Task[None]) -> None:
     """Until SIGTERM, or until the Temporal worker stops by itself (an error: re-raised)."""
     stopping = asyncio.create_task(stop.wait())
     await asyncio.wait([stopping, running], return_when=asyncio.FIRST_COMPLETED)
