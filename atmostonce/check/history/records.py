@@ -38,6 +38,7 @@ from atmostonce.spec.records import (
     DID_NOT_RUN_PREFIX,
     OUTCOME_UNKNOWN_ERROR,
     AttemptEnd,
+    AttemptProgress,
     FailureKind,
     Outcome,
     Record,
@@ -255,7 +256,11 @@ class RecordChecks(CheckerState):
         if status is FAILED:
             reached = bool(c.handed or c.runs)
             current = c.current
-            if not reached and c.result_ok is None and not error.startswith(DID_NOT_RUN_PREFIX):
+            if error.startswith(DID_NOT_RUN_PREFIX) and _REACHED_TAG in error:
+                wrong = ("it says the tool did not run, and names the progress of an attempt that "
+                         "reached a worker: the page's wording is for a call none of whose "
+                         "attempts reached one")
+            elif not reached and c.result_ok is None and not error.startswith(DID_NOT_RUN_PREFIX):
                 wrong = ("no attempt reached a worker, yet it does not open with the page's "
                          f"{DID_NOT_RUN_PREFIX!r}")
             elif c.result_ok is False:
@@ -386,6 +391,7 @@ TOOL_ERROR_TEXT = failure_text(FailureKind.TOOL_ERROR)
 _SAME_DEADLINE = 1e-9
 """How far apart two deadlines in seconds may be and still be the same one (float rounding)."""
 _MAY_STILL_BE_RUNNING = failure_text(FailureKind.MAY_STILL_BE_RUNNING)
+_REACHED_TAG = AttemptProgress.NOT_COMPLETED.tag()
 _ENDED = {end: unknown_detail(end) for end in AttemptEnd if unknown_detail(end)}
 _ENDED_TEXT = {AttemptEnd.WORKER_LOST: "was lost with its worker",
                AttemptEnd.CANCELLED: "was cancelled or timed out"}

@@ -19,6 +19,7 @@ from atmostonce.spec.records import (
     AttemptProgress,
     RejectReason,
     reject_text,
+    unknown_detail,
 )
 from atmostonce.spec.session import AttemptView, ToolCallView
 from tests.check.history.story import (
@@ -551,6 +552,22 @@ def _seen(kept: tuple[EffectClass, bool, float | None] | None = None,
                          h.progress_of(view)))
     s.report(key)
     return s.properties()
+
+
+@pytest.mark.clause("TC-REC-NOTRUN")
+def test_a_record_meaning_catches_a_did_not_run_error_that_names_a_reach() -> None:
+    def unreached(error: str) -> set[str]:
+        s = Story()
+        s.policy("send", NONIDEM, False)
+        s.session()
+        key = s.ask("send", "c1")
+        s.queued(key, "a1")
+        s.publish(key, S.FAILED, error)
+        return s.properties()
+
+    assert unreached(DID_NOT_RUN) == set()
+    assert unreached(f"{DID_NOT_RUN}: {unknown_detail(AttemptEnd.NOT_REACHED)}") == {
+        PropertyId.A_RECORD_MEANING}
 
 
 @pytest.mark.clause("D-10", "TC-REC-NOTRUN")
