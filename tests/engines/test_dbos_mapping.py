@@ -7,11 +7,11 @@ import pytest
 
 pytest.importorskip("dbos")
 
+from atmostonce.engines.appstore import CallRow
 from atmostonce.engines.dbos import mapping
 from atmostonce.engines.dbos.app import records_of, worker_of
 from atmostonce.engines.dbos.client import snapshot_of
 from atmostonce.engines.dbos.mapping import CallRecord
-from atmostonce.engines.dbos.store import CallRow
 from atmostonce.spec.policy import EffectClass
 from atmostonce.spec.records import Record, RejectReason
 from atmostonce.spec.session import MessageRole, ToolCallStatus

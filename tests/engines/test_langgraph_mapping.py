@@ -24,16 +24,17 @@ from atmostonce.chaos.nemesis import NemesisKind
 from atmostonce.chaos.run import _check_targets
 from atmostonce.check.history import entries as h
 from atmostonce.engines.adapter import Limits
+from atmostonce.engines.appstore import CallRow
 from atmostonce.engines.langgraph import graphs, mapping
 from atmostonce.engines.langgraph.adapter import NO_TARGET, NOT_CHECKABLE
 from atmostonce.engines.langgraph.checkpoints import durable_attempts
 from atmostonce.engines.langgraph.client import snapshot_of
 from atmostonce.engines.langgraph.kits import KITS
 from atmostonce.engines.langgraph.model import ScriptedChatModel, answer, asked_ids, next_turn
-from atmostonce.engines.langgraph.notes import Notes
 from atmostonce.engines.langgraph.server_log import server_log
-from atmostonce.engines.langgraph.store import AppStore, CallRow
+from atmostonce.engines.langgraph.store import ThreadedStore
 from atmostonce.engines.langgraph.tools import RunContext
+from atmostonce.engines.notes import Notes
 from atmostonce.runtime.ledger_client import AsyncLedger
 from atmostonce.spec.approval import REPLY_TEXT, ApprovalReply, ApprovalState
 from atmostonce.spec.errors import SpecError
@@ -110,8 +111,8 @@ def test_the_same_answer_to_the_same_messages_has_the_same_id() -> None:
 # -- the application's store -----------------------------------------------------------------
 
 
-def store(tmp_path: Path) -> AppStore:
-    made = AppStore(tmp_path / "app.db")
+def store(tmp_path: Path) -> ThreadedStore:
+    made = ThreadedStore(tmp_path / "app.db")
     made.setup()
     return made
 

@@ -35,7 +35,7 @@ from temporalio.api.history.v1 import (
 from temporalio.exceptions import ActivityError, RetryState, TimeoutError, TimeoutType
 
 from atmostonce.engines.adapter import EngineSetup, limits_of
-from atmostonce.engines.pydantic_ai import agents, mapping
+from atmostonce.engines.pydantic_ai import agents, mapping, scripted
 from atmostonce.engines.pydantic_ai.adapter import NOT_CHECKABLE, call_of, engine_of, returned
 from atmostonce.spec.errors import SpecError
 from atmostonce.spec.policy import EffectClass, ToolPolicy, resolve_policy
@@ -112,14 +112,14 @@ def test_the_scripted_model_answers_a_turn_with_its_calls_then_ends_it() -> None
     info = AgentInfo(function_tools=[], allow_text_output=True, output_tools=[],
                      model_settings=None, model_request_parameters=ModelRequestParameters(),
                      instructions=None)
-    calls = agents.scripted([ModelRequest(parts=[UserPromptPart(prompt)])], info)
+    calls = scripted.scripted([ModelRequest(parts=[UserPromptPart(prompt)])], info)
     assert [(p.tool_call_id, p.tool_name, p.args) for p in calls.parts
             if isinstance(p, ToolCallPart)] == [("c1", "lookup_order", {"n": 1}),
                                                 ("c2", "refund", {})]
-    done = agents.scripted([ModelRequest(parts=[UserPromptPart(prompt)]), calls,
+    done = scripted.scripted([ModelRequest(parts=[UserPromptPart(prompt)]), calls,
                             ModelRequest(parts=[ToolReturnPart("lookup_order", "ok", "c1")])],
                            info)
-    assert done == ModelResponse(parts=[TextPart(agents.DONE)], timestamp=done.timestamp)
+    assert done == ModelResponse(parts=[TextPart(scripted.DONE)], timestamp=done.timestamp)
     assert mapping.scripted_calls("hello") is None
 
 

@@ -41,20 +41,20 @@ from atmostonce.engines.adapter import (
     SessionAPI,
     WorkerRef,
 )
+from atmostonce.engines.appstore import AppStore
 from atmostonce.engines.dbos.app import RECORDS, records_of
 from atmostonce.engines.dbos.client import DBOSSessions
 from atmostonce.engines.dbos.mapping import VARIANTS, Variant
 from atmostonce.engines.dbos.server_log import server_log
-from atmostonce.engines.dbos.store import AppStore
+from atmostonce.engines.process_workers import ProcessWorker, ProcessWorkers
 from atmostonce.runtime.options import config_argv
-from atmostonce.runtime.processes import Managed, start, stop_all
+from atmostonce.runtime.processes import start, stop_all
 from atmostonce.runtime.tokens import ensure_token
 from atmostonce.spec.errors import SpecError
 from atmostonce.spec.properties import PropertyId
 
 READY = 60.0
 """Seconds an application process may take to import DBOS, launch it and serve."""
-WORKER = "atmostonce.engines.dbos.worker"
 LAUNCHES = 5
 """Times a process that exits before it serves is started (`DBOSEngine._ready`)."""
 
@@ -89,15 +89,12 @@ NO_TARGET: dict[str, str] = {
 
 
 @dataclass
-class _Worker:
-    ref: WorkerRef
-    process: Managed
+class _Worker(ProcessWorker):
     notes: Path
     executor_id: str
-    orphaned: bool = False
 
 
-class DBOSEngine:
+class DBOSEngine(ProcessWorkers[_Worker]):
     """The application processes of one variant on loopback (see the module docstring)."""
 
     def __init__(self, setup: EngineSetup, variant: Variant) -> None:
@@ -111,7 +108,7 @@ class DBOSEngine:
         self.store = AppStore(setup.workdir / "app.db")
         self.store.setup()
         self.system_database = setup.workdir / "dbos.sqlite"
-        self._workers: dict[str, _Worker] = {}
+        super().__init__()
         self._count = 0
         self._orphans: list[_Worker] = []
         """Killed processes whose executor id no new process has taken over yet."""
@@ -121,8 +118,8 @@ class DBOSEngine:
 
     def describe(self) -> str:
         return (f"DBOS {version('dbos')} on a SQLite system database, the {self.variant.name} "
-                f"variant: tools run as {self.variant.tool_run.value} code, one workflow per "
-                "session; application processes as workers")
+                f"variant ({self.variant.built_with}): tools run as {self.variant.tool_run.value} "
+                "code, one workflow per session; application processes as workers")
 
     def pids(self) -> list[int]:
         return [w.process.pid for w in self._workers.values()]
@@ -170,7 +167,7 @@ class DBOSEngine:
         executor_id = source.executor_id if source is not None else f"executor-{wid}"
         notes = self.setup.workdir / f"{wid}.notes"
         log = self.setup.workdir / f"{self._count:03d}-worker.log"
-        argv = [sys.executable, "-m", WORKER, "--variant", self.variant.name,
+        argv = [sys.executable, "-m", self.variant.worker, "--variant", self.variant.name,
                 "--store", str(self.store.path), "--system-database", str(self.system_database),
                 "--executor-id", executor_id, "--ledger", self.setup.ledger,
                 "--token-file", str(self.token_file), "--name", wid, "--events", str(notes),
@@ -202,38 +199,9 @@ class DBOSEngine:
     def start_worker(self) -> WorkerRef:
         return self._ready(self._launch())
 
-    def _of(self, ref: WorkerRef) -> _Worker:
-        worker = self._workers.get(ref.id)
-        if worker is None:
-            raise SpecError(f"no worker {ref.id} was started")
-        return worker
-
-    def workers(self) -> list[WorkerRef]:
-        return [w.ref for w in self._workers.values() if w.process.alive]
-
-    def worker_alive(self, worker: WorkerRef) -> bool:
-        found = self._of(worker)
-        if found.process.alive:
-            return True
-        self._orphan(found)
-        return False
-
-    def kill_worker(self, worker: WorkerRef) -> None:
-        found = self._of(worker)
-        found.process.kill()
-        self._orphan(found)
-
-    def _orphan(self, worker: _Worker) -> None:
-        """Keep a dead process's executor id for the next process started, once."""
-        if not worker.orphaned:
-            worker.orphaned = True
-            self._orphans.append(worker)
-
-    def pause_worker(self, worker: WorkerRef) -> None:
-        self._of(worker).process.pause()
-
-    def resume_worker(self, worker: WorkerRef) -> None:
-        self._of(worker).process.resume()
+    def _gone(self, worker: _Worker) -> None:
+        """Keep a dead process's executor id for the next process started."""
+        self._orphans.append(worker)
 
     # -- observation ----------------------------------------------------------------------------
 

@@ -29,17 +29,17 @@ import asyncio
 import contextlib
 import time
 from collections import Counter
-from collections.abc import Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from dbos import DBOS, WorkflowSerializationFormat
 from dbos._error import DBOSMaxStepRetriesExceeded
 
+from atmostonce.engines.appstore import AppStore, CallRow
 from atmostonce.engines.dbos import mapping
 from atmostonce.engines.dbos.mapping import CallRecord, ToolRun, Variant
-from atmostonce.engines.dbos.notes import Notes
-from atmostonce.engines.dbos.store import AppStore, CallRow
+from atmostonce.engines.notes import Notes
 from atmostonce.runtime.ledger_client import AsyncLedger
 from atmostonce.runtime.tools import Behaviour, Fenced, WriteResult, run_tool
 from atmostonce.spec.approval import ApprovalState
@@ -147,33 +147,38 @@ class RunContext:
         return mapping.returned(output, attempt) if ok else mapping.tool_failed(output, attempt)
 
 
-def register(ctx: RunContext, variant: Variant, config: ExecutorConfig) -> None:
-    """Register the session workflow and its steps with DBOS (before `DBOS.launch`)."""
+def turn_due(ctx: RunContext, session_id: str, handled: list[str]) -> tuple[list[CallRow], float]:
+    """The calls of the earliest turn not handled yet and the seconds until its last call is
+    QUIET seconds old (none when every asked call is handled)."""
+    pending = [c for c in ctx.store.calls(session_id) if c.call_id not in handled]
+    if not pending:
+        return [], 0.0
+    turn = [c for c in pending if c.turn == pending[0].turn]
+    return turn, max(c.asked for c in turn) + QUIET - time.monotonic()
 
-    @DBOS.step(name="model_turn")
-    def model_turn(session_id: str, handled: list[str]) -> list[CallRow]:
-        """The calls of the earliest turn not handled yet, once its last call is QUIET
-        seconds old; none when every asked call is handled."""
-        while True:
-            pending = [c for c in ctx.store.calls(session_id) if c.call_id not in handled]
-            if not pending:
-                return []
-            turn = [c for c in pending if c.turn == pending[0].turn]
-            wait = max(c.asked for c in turn) + QUIET - time.monotonic()
-            if wait <= 0:
-                return turn
-            time.sleep(wait)
 
-    @DBOS.step(name="decision")
-    def decision(key: str, session_id: str) -> tuple[str, float]:
-        """The inbox's state of the call's approval, the deadline judged by the clock, and
-        the seconds left to it."""
+def decided(ctx: RunContext, key: str, session_id: str) -> tuple[str, float]:
+    """The inbox's state of the call's approval, the deadline judged by the clock, and the
+    seconds left to it."""
+    row = ctx.store.approvals(session_id)[key]
+    left = row.deadline - time.monotonic()
+    if row.state is ApprovalState.WAITING and left <= 0:
+        ctx.store.expire([key])
         row = ctx.store.approvals(session_id)[key]
-        left = row.deadline - time.monotonic()
-        if row.state is ApprovalState.WAITING and left <= 0:
-            ctx.store.expire([key])
-            row = ctx.store.approvals(session_id)[key]
-        return row.state.value, left
+    return row.state.value, left
+
+
+def rejection(state: str) -> CallRecord | None:
+    """The record of a call whose approval is in `state`: None while it waits or once it is
+    approved."""
+    found = ApprovalState(state)
+    return mapping.rejected(_REASON[found]) if found in _REASON else None
+
+
+def tool_runner(ctx: RunContext, variant: Variant, config: ExecutorConfig
+                ) -> Callable[[CallRow], CallRecord]:
+    """Register the variant's tool steps with DBOS (before `DBOS.launch`) and give what runs a
+    call's tool the variant's way (`ToolRun`) and turns its end into the call's record."""
 
     @DBOS.step(name="tool_once")
     def tool_once(call: CallRow) -> dict[str, str]:
@@ -207,15 +212,42 @@ def register(ctx: RunContext, variant: Variant, config: ExecutorConfig) -> None:
         except (DBOSMaxStepRetriesExceeded, ToolInfrastructureError):
             return mapping.exhausted(call.effect is EffectClass.READ, "")
 
+    return run
+
+
+def note_delivering(ctx: RunContext, key: str, record: CallRecord) -> None:
+    """Note that the record of an attempt is about to reach the workflow's durable state."""
+    if record.attempt:
+        ctx.notes.note("delivering", attempt=record.attempt, key=key,
+                       of=worker_of(record.attempt), ok=record.record.value == "succeeded")
+
+
+def register(ctx: RunContext, variant: Variant, config: ExecutorConfig) -> None:
+    """Register the session workflow and its steps with DBOS (before `DBOS.launch`)."""
+    run = tool_runner(ctx, variant, config)
+
+    @DBOS.step(name="model_turn")
+    def model_turn(session_id: str, handled: list[str]) -> list[CallRow]:
+        """The calls of the earliest turn not handled yet, once due (`turn_due`)."""
+        while True:
+            turn, wait = turn_due(ctx, session_id, handled)
+            if wait <= 0:
+                return turn
+            time.sleep(wait)
+
+    @DBOS.step(name="decision")
+    def decision(key: str, session_id: str) -> tuple[str, float]:
+        return decided(ctx, key, session_id)
+
     def approved(call: CallRow) -> CallRecord | None:
         """None once the call is approved; its rejection otherwise."""
         while True:
             state, left = decision(call.key, call.thread)
-            found = ApprovalState(state)
-            if found is ApprovalState.APPROVED:
+            if state == ApprovalState.APPROVED.value:
                 return None
-            if found in _REASON:
-                return mapping.rejected(_REASON[found])
+            refused = rejection(state)
+            if refused is not None:
+                return refused
             DBOS.recv(call.key, timeout_seconds=max(0.01, left))
 
     @DBOS.workflow(name=WORKFLOW)
@@ -232,10 +264,7 @@ def register(ctx: RunContext, variant: Variant, config: ExecutorConfig) -> None:
                 record = approved(call) if call.requires_approval else None
                 if record is None:
                     record = run(call)
-                    if record.attempt:
-                        ctx.notes.note("delivering", attempt=record.attempt, key=call.key,
-                                       of=worker_of(record.attempt),
-                                       ok=record.record.value == "succeeded")
+                    note_delivering(ctx, call.key, record)
                 records[call.call_id] = record.as_json()
                 DBOS.set_event(RECORDS, records, serialization_type=PORTABLE)
 

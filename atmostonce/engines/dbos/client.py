@@ -32,9 +32,9 @@ from pathlib import Path
 
 from dbos import DBOSClient
 
+from atmostonce.engines.appstore import AppStore, CallRow
 from atmostonce.engines.dbos.app import ASK, QUEUE, RECORDS, WORKFLOW, records_of
 from atmostonce.engines.dbos.mapping import CallRecord
-from atmostonce.engines.dbos.store import AppStore, CallRow
 from atmostonce.runtime.client import AnswerReply
 from atmostonce.spec.approval import ApprovalState
 from atmostonce.spec.errors import SpecError
@@ -137,7 +137,7 @@ class DBOSSessions:
         waiting = {key for key, row in self.store.approvals(session_id).items()
                    if row.state is ApprovalState.WAITING}
         records = records_of(self.client.get_event(session_id, RECORDS, timeout_seconds=0))
-        texts = self.store.user_messages(session_id)
+        texts = [text for _, text in self.store.user_messages(session_id)]
         return snapshot_of(session_id, calls, waiting, records, texts)
 
     async def send_user_message(self, session_id: str, text: str) -> bool:

@@ -50,12 +50,20 @@ class ToolRun(enum.Enum):
     nothing is checkpointed, so every recovery of the workflow runs it again."""
 
 
+WORKER = "atmostonce.engines.dbos.worker"
+"""The module an application process of the plain DBOS variants runs."""
+
+
 @dataclass(frozen=True)
 class Variant:
     """One way a team builds the page on DBOS."""
 
     name: str
     tool_run: ToolRun
+    worker: str = WORKER
+    """The module its application processes run (`python -m`)."""
+    built_with: str = "DBOS's workflows and steps"
+    """What the team built the session workflow with, for the run's description."""
 
 
 VARIANTS: dict[str, Variant] = {v.name: v for v in (

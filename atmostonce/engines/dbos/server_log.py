@@ -24,13 +24,9 @@ from contextlib import closing
 from pathlib import Path
 
 from atmostonce.check.history import entries as h
-from atmostonce.engines.adapter import RunEndSeen, ServerLog
-from atmostonce.engines.dbos.notes import read_notes
-from atmostonce.engines.dbos.store import ApprovalRow
-from atmostonce.spec.approval import REPLY_TEXT, ApprovalReply
-from atmostonce.spec.protocol import TimerKind
-
-_ACCEPTED = REPLY_TEXT[ApprovalReply.ACCEPTED]
+from atmostonce.engines.adapter import ServerLog
+from atmostonce.engines.appstore import ApprovalRow
+from atmostonce.engines.noted_log import inbox_entries, noted
 
 
 def dbos_tables(system_database: Path) -> list[str]:
@@ -61,43 +57,14 @@ def server_log(notes_files: Iterable[Path], approvals: Iterable[ApprovalRow],
     records the sessions' `records` events hold, `lost` is (when, worker name) for each
     killed process whose executor id a new process took over."""
     log = ServerLog()
-    entries: list[h.Entry] = []
-    results: dict[str, h.ResultDelivered] = {}
-    hand_outs = 0
-    for path in notes_files:
-        for note in read_notes(path):
-            at = float(note.get("at", 0.0))
-            worker = str(note.get("worker", ""))
-            attempt = str(note.get("attempt", ""))
-            kind = note.get("type")
-            ok = note.get("ok")
-            if kind == "started":
-                key = str(note.get("key", ""))
-                entries.append(h.HandedOut(at, worker, attempt, key, str(note.get("tool", "")),
-                                           True, key))
-                hand_outs += 1
-            elif kind == "ended":
-                log.run_ends.append(RunEndSeen(at, worker, attempt,
-                                               ok if isinstance(ok, bool) else None))
-            elif kind == "delivering" and attempt in durable:
-                seen = results.get(attempt)
-                if seen is None or at < seen.at:
-                    results[attempt] = h.ResultDelivered(at, str(note.get("of", worker)),
-                                                           attempt, ok is True)
-    entries += results.values()
-    for row in approvals:
-        entries.append(h.TimerStarted(row.asked, TimerKind.APPROVAL_DEADLINE, row.key, row.key))
-        if row.answered is not None and row.approve is not None:
-            entries.append(h.ApprovalAnswered(row.answered, row.key, row.approve, True,
-                                              _ACCEPTED))
-        if row.expired is not None:
-            entries.append(h.TimerFired(row.expired, TimerKind.APPROVAL_DEADLINE, row.key,
-                                        row.key))
+    seen = noted(notes_files, durable)
+    log.run_ends += seen.run_ends
+    entries = [*seen.hand_outs, *seen.results.values(), *inbox_entries(approvals)]
     entries += [h.WorkerDeclaredLost(at, worker) for at, worker in lost]
     log.entries = sorted(entries, key=lambda e: e.at)
     log.notes.append(
-        f"{hand_outs} attempts, each noted by the application process that ran its tool "
-        f"(DBOS hands nothing out); {len(results)} results that reached a session's records "
-        f"event; {len(lost)} killed processes whose executor id a new process took over")
+        f"{len(seen.hand_outs)} attempts, each noted by the application process that ran its "
+        f"tool (DBOS hands nothing out); {len(seen.results)} results that reached a session's "
+        f"records event; {len(lost)} killed processes whose executor id a new process took over")
     log.notes += dbos_tables(system_database)
     return log

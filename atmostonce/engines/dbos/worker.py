@@ -21,23 +21,22 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import os
 import signal
-import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from dbos import DBOS, DBOSConfig
 
+from atmostonce.engines.appstore import AppStore
 from atmostonce.engines.dbos.app import QUEUE, RunContext, register
-from atmostonce.engines.dbos.mapping import VARIANTS, Variant
-from atmostonce.engines.dbos.notes import Notes
-from atmostonce.engines.dbos.store import AppStore
+from atmostonce.engines.dbos.mapping import VARIANTS, WORKER, Variant
+from atmostonce.engines.notes import Notes
+from atmostonce.engines.worker_main import add_process_arguments, worker_main
 from atmostonce.runtime.ledger_client import worker_ledger
 from atmostonce.runtime.options import add_config_arguments, config_from_args
-from atmostonce.runtime.processes import exit_with_parent, leave, run_worker
+from atmostonce.runtime.processes import leave
 from atmostonce.runtime.tokens import read_token
 from atmostonce.runtime.tools import behaviours
 from atmostonce.runtime.wire import ready_line
@@ -64,15 +63,20 @@ def dbos_config(system_database: Path, executor_id: str, migrate: bool) -> DBOSC
                       use_listen_notify=False, run_migrations=migrate)
 
 
+Register = Callable[[RunContext, Variant, ExecutorConfig], None]
+"""What registers a variant's session workflow with DBOS, before it is launched."""
+
+
 def _launch(args: argparse.Namespace, ctx: RunContext, variant: Variant,
-            config: ExecutorConfig) -> None:
+            config: ExecutorConfig, register_app: Register) -> None:
     DBOS(config=dbos_config(Path(args.system_database), args.executor_id, args.migrate))
-    register(ctx, variant, config)
+    register_app(ctx, variant, config)
     DBOS.launch()
     DBOS.register_queue(QUEUE, polling_interval_sec=QUEUE_POLL)
 
 
-async def run(args: argparse.Namespace, variant: Variant, config: ExecutorConfig) -> NoReturn:
+async def run(args: argparse.Namespace, variant: Variant, config: ExecutorConfig,
+              register_app: Register = register) -> NoReturn:
     name = f"{args.name}-{os.getpid()}"
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -83,36 +87,35 @@ async def run(args: argparse.Namespace, variant: Variant, config: ExecutorConfig
     ctx = RunContext(name, AppStore(Path(args.store)), ledger, loop,
                      Notes(Path(args.events), name), behaviours())
     if args.migrate:
-        await asyncio.to_thread(_launch, args, ctx, variant, config)
+        await asyncio.to_thread(_launch, args, ctx, variant, config, register_app)
     print(ready_line("worker", names=[name], pid=os.getpid()), flush=True)
     if not args.migrate:
-        await asyncio.to_thread(_launch, args, ctx, variant, config)
+        await asyncio.to_thread(_launch, args, ctx, variant, config, register_app)
     await stop.wait()
     leave(0)
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m atmostonce.engines.dbos.worker")
-    parser.add_argument("--variant", required=True, choices=sorted(VARIANTS))
+def parser_of(module: str, variants: Mapping[str, Variant]) -> argparse.ArgumentParser:
+    """The command line of an application process of `variants` run as `module`."""
+    parser = argparse.ArgumentParser(prog=f"python -m {module}")
+    parser.add_argument("--variant", required=True, choices=sorted(variants))
     parser.add_argument("--store", required=True, metavar="PATH")
     parser.add_argument("--system-database", required=True, metavar="PATH")
     parser.add_argument("--executor-id", required=True)
     parser.add_argument("--migrate", action="store_true",
                         help="create DBOS's tables (the first process started)")
-    parser.add_argument("--ledger", required=True, metavar="HOST:PORT")
-    parser.add_argument("--token-file", required=True, metavar="PATH")
-    parser.add_argument("--name", required=True)
-    parser.add_argument("--events", required=True, metavar="PATH")
+    add_process_arguments(parser)
     add_config_arguments(parser)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:
-    exit_with_parent()
-    args = _parser().parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
-                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    run_worker("dbos worker", run(args, VARIANTS[args.variant], config_from_args(args)))
+    worker_main("dbos worker", parser_of(WORKER, VARIANTS),
+                _work, argv)
+
+
+def _work(args: argparse.Namespace) -> Coroutine[Any, Any, object]:
+    return run(args, VARIANTS[args.variant], config_from_args(args))
 
 
 if __name__ == "__main__":

@@ -49,9 +49,10 @@ from atmostonce.engines.langgraph.guarded import (
 )
 from atmostonce.engines.langgraph.mapping import VARIANTS, Variant
 from atmostonce.engines.langgraph.server_log import server_log
-from atmostonce.engines.langgraph.store import AppStore
+from atmostonce.engines.langgraph.store import ThreadedStore
+from atmostonce.engines.process_workers import ProcessWorker, ProcessWorkers
 from atmostonce.runtime.options import config_argv
-from atmostonce.runtime.processes import Managed, start, stop_all
+from atmostonce.runtime.processes import start, stop_all
 from atmostonce.runtime.tokens import ensure_token
 from atmostonce.spec.errors import SpecError
 from atmostonce.spec.properties import PropertyId
@@ -93,14 +94,11 @@ NO_TARGET: dict[str, str] = {
 
 
 @dataclass
-class _Worker:
-    ref: WorkerRef
-    process: Managed
+class _Worker(ProcessWorker):
     notes: Path
-    released: bool = False
 
 
-class LangGraphEngine:
+class LangGraphEngine(ProcessWorkers[_Worker]):
     """The agent processes of one variant on loopback (see the module docstring)."""
 
     def __init__(self, setup: EngineSetup, variant: Variant) -> None:
@@ -111,13 +109,13 @@ class LangGraphEngine:
         self.variant = variant
         self.token_file = setup.token_file or setup.workdir / "token"
         ensure_token(self.token_file)
-        self.store = AppStore(setup.workdir / "app.db")
+        self.store = ThreadedStore(setup.workdir / "app.db")
         self.store.setup()
         self.checkpoints = setup.workdir / "checkpoints.db"
         self.guard = (journal_guard(setup.workdir / "guard.db", setup.config)
                       if variant.kit == GUARD_KIT else None)
         """The guard's journal the agent processes share (the guarded variant)."""
-        self._workers: dict[str, _Worker] = {}
+        super().__init__()
         self._count = 0
         self.lost: list[tuple[float, str]] = []
         """(when, worker name) of each dead process whose threads went to the others."""
@@ -185,34 +183,10 @@ class LangGraphEngine:
     def start_worker(self) -> WorkerRef:
         return self._ready(self._launch())
 
-    def _of(self, ref: WorkerRef) -> _Worker:
-        worker = self._workers.get(ref.id)
-        if worker is None:
-            raise SpecError(f"no worker {ref.id} was started")
-        return worker
-
-    def workers(self) -> list[WorkerRef]:
-        return [w.ref for w in self._workers.values() if w.process.alive]
-
-    def worker_alive(self, worker: WorkerRef) -> bool:
-        found = self._of(worker)
-        if found.process.alive:
-            return True
-        self._release(found)
-        return False
-
-    def kill_worker(self, worker: WorkerRef) -> None:
-        found = self._of(worker)
-        found.process.kill()
-        self._release(found)
-
-    def _release(self, worker: _Worker) -> None:
-        """Hand a dead process's threads to the others, once, from a thread of its own: a
+    def _gone(self, worker: _Worker) -> None:
+        """Hand a dead process's threads to the others from a thread of its own: a
         paused agent process may hold the store's lock, and only this caller's thread resumes
         it."""
-        if worker.released:
-            return
-        worker.released = True
         releasing = threading.Thread(target=self._hand_on, args=(worker.ref,),
                                      name=f"release-{worker.ref.id}", daemon=True)
         releasing.start()
@@ -229,12 +203,6 @@ class LangGraphEngine:
                     raise
         with self._lock:
             self.lost += [(time.monotonic(), name) for name in ref.names]
-
-    def pause_worker(self, worker: WorkerRef) -> None:
-        self._of(worker).process.pause()
-
-    def resume_worker(self, worker: WorkerRef) -> None:
-        self._of(worker).process.resume()
 
     # -- observation ----------------------------------------------------------------------------
 

@@ -25,8 +25,8 @@ from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMet
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-from atmostonce.engines.langgraph.notes import Notes
-from atmostonce.engines.langgraph.store import BUSY
+from atmostonce.engines.appstore import BUSY
+from atmostonce.engines.notes import Notes
 
 MESSAGES = "messages"
 

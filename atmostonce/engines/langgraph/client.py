@@ -28,9 +28,10 @@ from pathlib import Path
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
+from atmostonce.engines.appstore import CallRow
 from atmostonce.engines.langgraph import mapping
 from atmostonce.engines.langgraph.checkpoints import thread_messages
-from atmostonce.engines.langgraph.store import AppStore, CallRow
+from atmostonce.engines.langgraph.store import ThreadedStore
 from atmostonce.runtime.client import AnswerReply
 from atmostonce.spec.approval import ApprovalState
 from atmostonce.spec.errors import SpecError
@@ -95,7 +96,7 @@ def snapshot_of(session_id: str, calls: list[CallRow], waiting: set[str],
 class LangGraphSessions:
     """The session API over the store at `store` and the checkpoints at `checkpoints`."""
 
-    def __init__(self, store: AppStore, checkpoints: Path, config: ExecutorConfig) -> None:
+    def __init__(self, store: ThreadedStore, checkpoints: Path, config: ExecutorConfig) -> None:
         self.store = store
         self.checkpoints = checkpoints
         self.config = config

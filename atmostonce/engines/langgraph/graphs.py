@@ -29,7 +29,7 @@ from langgraph.prebuilt import ToolNode
 from langgraph.types import RetryPolicy, Send
 
 from atmostonce.engines.langgraph.mapping import Graph, Variant
-from atmostonce.engines.langgraph.store import AppStore
+from atmostonce.engines.langgraph.store import ThreadedStore
 from atmostonce.engines.langgraph.tools import ToolKit, exhausted_text, retryable
 from atmostonce.spec.protocol import ExecutorConfig
 
@@ -38,7 +38,7 @@ TOOLS = "tools"
 TOOLS_ONCE = "tools_once"
 
 
-def build(variant: Variant, model: BaseChatModel, kit: ToolKit, store: AppStore,
+def build(variant: Variant, model: BaseChatModel, kit: ToolKit, store: ThreadedStore,
           checkpointer: BaseCheckpointSaver[Any], config: ExecutorConfig) -> Any:
     """The compiled graph of `variant` (see the module docstring)."""
     if variant.graph is Graph.CREATE_AGENT:
@@ -54,7 +54,7 @@ def build(variant: Variant, model: BaseChatModel, kit: ToolKit, store: AppStore,
     return _tool_node_graph(model, kit, store, checkpointer, config)
 
 
-def _tool_node_graph(model: BaseChatModel, kit: ToolKit, store: AppStore,
+def _tool_node_graph(model: BaseChatModel, kit: ToolKit, store: ThreadedStore,
                      checkpointer: BaseCheckpointSaver[Any], config: ExecutorConfig) -> Any:
     async def agent(state: MessagesState) -> dict[str, Any]:
         return {"messages": [await model.ainvoke(state["messages"])]}

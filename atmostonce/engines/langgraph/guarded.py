@@ -32,8 +32,9 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_config
 
 from atmostonce.check.history import entries as h
+from atmostonce.engines.appstore import ApprovalRow
 from atmostonce.engines.langgraph.client import LangGraphSessions
-from atmostonce.engines.langgraph.store import ApprovalRow, AppStore
+from atmostonce.engines.langgraph.store import ThreadedStore
 from atmostonce.engines.langgraph.tools import (
     RunContext,
     ToolFunction,
@@ -71,7 +72,7 @@ def journal_guard(path: Path, config: ExecutorConfig) -> Guard:
                                      config.approval_deadline), clock=time.monotonic)
 
 
-def statement_of(store: AppStore, key: str) -> Statement:
+def statement_of(store: ThreadedStore, key: str) -> Statement:
     """The policy the application kept for the call when it was asked, as the guard's
     statement: resolving it gives back the same effect, approval rule and deadline."""
     parts = parse_key(key)
@@ -175,7 +176,7 @@ def results_delivered(guard: Guard) -> list[h.Entry]:
 class GuardedSessions(LangGraphSessions):
     """The session API of the guarded variant (see the module docstring)."""
 
-    def __init__(self, store: AppStore, checkpoints: Path, config: ExecutorConfig,
+    def __init__(self, store: ThreadedStore, checkpoints: Path, config: ExecutorConfig,
                  guard: Guard) -> None:
         super().__init__(store, checkpoints, config)
         self.guard = guard

@@ -1,5 +1,5 @@
 """The scripted chat model: a LangChain `BaseChatModel` that stands in for the LLM and answers
-from the script, the calls the harness's seeded agent asked (`store.AppStore.calls`).
+from the script, the calls the harness's seeded agent asked (`store.ThreadedStore.calls`).
 
 Each answer is one `AIMessage`: the calls of the earliest turn the thread's messages do not hold
 yet, all together (parallel tool calls), or, when there is none, a message without tool calls,
@@ -22,7 +22,8 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langgraph.config import get_config
 from pydantic import ConfigDict
 
-from atmostonce.engines.langgraph.store import AppStore, CallRow
+from atmostonce.engines.appstore import CallRow
+from atmostonce.engines.langgraph.store import ThreadedStore
 
 QUIET = 0.15
 """Seconds after a turn's last call was asked before the model answers with the turn."""
@@ -63,7 +64,7 @@ class ScriptedChatModel(BaseChatModel):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    store: AppStore
+    store: ThreadedStore
     quiet: float = QUIET
 
     @property

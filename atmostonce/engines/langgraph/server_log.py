@@ -22,14 +22,10 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from atmostonce.check.history import entries as h
-from atmostonce.engines.adapter import RunEndSeen, ServerLog
+from atmostonce.engines.adapter import ServerLog
+from atmostonce.engines.appstore import ApprovalRow
 from atmostonce.engines.langgraph.checkpoints import durable_attempts
-from atmostonce.engines.langgraph.notes import read_notes
-from atmostonce.engines.langgraph.store import ApprovalRow
-from atmostonce.spec.approval import REPLY_TEXT, ApprovalReply
-from atmostonce.spec.protocol import TimerKind
-
-_ACCEPTED = REPLY_TEXT[ApprovalReply.ACCEPTED]
+from atmostonce.engines.noted_log import inbox_entries, noted
 
 
 def server_log(notes_files: Iterable[Path], approvals: Iterable[ApprovalRow], checkpoints: Path,
@@ -40,47 +36,17 @@ def server_log(notes_files: Iterable[Path], approvals: Iterable[ApprovalRow], ch
     hand-outs a guard's journal holds (its agent processes note none), and `delivered` the
     results it kept, which then stand for the `delivering` notes."""
     log = ServerLog()
-    durable = durable_attempts(checkpoints) if delivered is None else set()
-    entries: list[h.Entry] = []
-    results: dict[str, h.ResultDelivered] = {}
-    hand_outs_noted = 0
-    for path in notes_files:
-        for note in read_notes(path):
-            at = float(note.get("at", 0.0))
-            worker = str(note.get("worker", ""))
-            attempt = str(note.get("attempt", ""))
-            kind = note.get("type")
-            ok = note.get("ok")
-            if kind == "started":
-                key = str(note.get("key", ""))
-                entries.append(h.HandedOut(at, worker, attempt, key, str(note.get("tool", "")),
-                                           True, key))
-                hand_outs_noted += 1
-            elif kind == "ended":
-                log.run_ends.append(RunEndSeen(at, worker, attempt,
-                                               ok if isinstance(ok, bool) else None))
-            elif kind == "delivering" and delivered is None and attempt in durable:
-                seen = results.get(attempt)
-                if seen is None or at < seen.at:
-                    results[attempt] = h.ResultDelivered(at, str(note.get("of", worker)),
-                                                           attempt, ok is True)
-    entries += results.values() if delivered is None else delivered
-    entries += hand_outs
-    hand_outs_seen = hand_outs_noted + len(hand_outs)
-    for row in approvals:
-        entries.append(h.TimerStarted(row.asked, TimerKind.APPROVAL_DEADLINE, row.key, row.key))
-        if row.answered is not None and row.approve is not None:
-            entries.append(h.ApprovalAnswered(row.answered, row.key, row.approve, True,
-                                              _ACCEPTED))
-        if row.expired is not None:
-            entries.append(h.TimerFired(row.expired, TimerKind.APPROVAL_DEADLINE, row.key,
-                                        row.key))
+    seen = noted(notes_files, durable_attempts(checkpoints) if delivered is None else None)
+    log.run_ends += seen.run_ends
+    entries = [*seen.hand_outs, *hand_outs, *inbox_entries(approvals)]
+    entries += seen.results.values() if delivered is None else delivered
+    hand_outs_seen = len(seen.hand_outs) + len(hand_outs)
     entries += [h.WorkerDeclaredLost(at, worker) for at, worker in lost]
     log.entries = sorted(entries, key=lambda e: e.at)
     log.notes.append(
         f"{hand_outs_seen} attempts, each noted by the agent process that ran its tool or "
         f"written by the guard before it (LangGraph hands nothing out); "
-        f"{len(results) if delivered is None else len(delivered)} results that reached the "
+        f"{len(seen.results) if delivered is None else len(delivered)} results that reached the "
         f"checkpoints or the guard's journal; {len(lost)} agent processes whose threads "
         "were handed on")
     return log

@@ -38,9 +38,10 @@ from langgraph.config import get_config
 from langgraph.types import interrupt
 from pydantic import BaseModel, ConfigDict
 
+from atmostonce.engines.appstore import ApprovalRow, CallRow
 from atmostonce.engines.langgraph import mapping
-from atmostonce.engines.langgraph.notes import Notes
-from atmostonce.engines.langgraph.store import ApprovalRow, AppStore, CallRow
+from atmostonce.engines.langgraph.store import ThreadedStore
+from atmostonce.engines.notes import Notes
 from atmostonce.guard import Guard
 from atmostonce.runtime.ledger_client import AsyncLedger
 from atmostonce.runtime.tools import TOOLS, Behaviour, Fenced, WriteResult, run_tool
@@ -98,7 +99,7 @@ class RunContext:
 
     worker: str
     """This process's worker name, as the ledger knows it."""
-    store: AppStore
+    store: ThreadedStore
     ledger: AsyncLedger
     notes: Notes
     table: Mapping[str, Behaviour]

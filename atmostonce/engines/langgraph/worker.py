@@ -29,9 +29,8 @@ import contextlib
 import logging
 import os
 import signal
-import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -44,12 +43,13 @@ from atmostonce.engines.langgraph.guarded import journal_guard
 from atmostonce.engines.langgraph.kits import KITS
 from atmostonce.engines.langgraph.mapping import VARIANTS, Variant
 from atmostonce.engines.langgraph.model import QUIET, ScriptedChatModel, asked_ids, next_turn
-from atmostonce.engines.langgraph.notes import Notes
-from atmostonce.engines.langgraph.store import AppStore
+from atmostonce.engines.langgraph.store import ThreadedStore
 from atmostonce.engines.langgraph.tools import RunContext, ToolKit
+from atmostonce.engines.notes import Notes
+from atmostonce.engines.worker_main import add_process_arguments, worker_main
 from atmostonce.runtime.ledger_client import worker_ledger
 from atmostonce.runtime.options import add_config_arguments, config_from_args
-from atmostonce.runtime.processes import exit_with_parent, leave, run_worker
+from atmostonce.runtime.processes import leave
 from atmostonce.runtime.tokens import read_token
 from atmostonce.runtime.tools import behaviours
 from atmostonce.runtime.wire import ready_line
@@ -72,7 +72,7 @@ class Agent:
     """The graph of one variant, run for every thread this process owns."""
 
     def __init__(self, name: str, variant: Variant, graph: Any, kit: ToolKit,
-                 store: AppStore) -> None:
+                 store: ThreadedStore) -> None:
         self.name = name
         self.variant = variant
         self.graph = graph
@@ -186,7 +186,7 @@ async def run(args: argparse.Namespace, variant: Variant, config: ExecutorConfig
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
-    store = AppStore(Path(args.store))
+    store = ThreadedStore(Path(args.store))
     notes = Notes(Path(args.events), name)
     ledger = await worker_ledger(args.ledger, read_token(Path(args.token_file)), name,
                                   CONNECT_FOR)
@@ -206,10 +206,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--variant", required=True, choices=sorted(VARIANTS))
     parser.add_argument("--store", required=True, metavar="PATH")
     parser.add_argument("--checkpoints", required=True, metavar="PATH")
-    parser.add_argument("--ledger", required=True, metavar="HOST:PORT")
-    parser.add_argument("--token-file", required=True, metavar="PATH")
-    parser.add_argument("--name", required=True)
-    parser.add_argument("--events", required=True, metavar="PATH")
+    add_process_arguments(parser)
     parser.add_argument("--guard-journal", metavar="PATH",
                         help="the guard's journal, shared by every agent process (guarded)")
     add_config_arguments(parser)
@@ -217,11 +214,11 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:
-    exit_with_parent()
-    args = _parser().parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
-                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    run_worker("langgraph worker", run(args, VARIANTS[args.variant], config_from_args(args)))
+    worker_main("langgraph worker", _parser(), _work, argv)
+
+
+def _work(args: argparse.Namespace) -> Coroutine[Any, Any, object]:
+    return run(args, VARIANTS[args.variant], config_from_args(args))
 
 
 if __name__ == "__main__":

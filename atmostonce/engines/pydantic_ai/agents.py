@@ -27,41 +27,19 @@ from typing import Any
 from pydantic_ai import Agent, DeferredToolRequests, RunContext, ToolFailed
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.durable_exec.temporal import TemporalDurability
-from pydantic_ai.messages import (
-    ModelMessage,
-    ModelRequest,
-    ModelResponse,
-    TextPart,
-    ToolCallPart,
-    UserPromptPart,
-)
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.messages import ToolCallPart
+from pydantic_ai.models.function import FunctionModel
 from pydantic_ai.tools import ToolDefinition
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 from temporalio.workflow import ActivityConfig
 
 from atmostonce.engines.pydantic_ai import mapping
+from atmostonce.engines.pydantic_ai.scripted import scripted
 from atmostonce.engines.pydantic_ai.tools import toolset
 from atmostonce.engines.temporal import mapping as temporal_mapping
 from atmostonce.engines.temporal.workflows import ending_of
 from atmostonce.spec.session import tool_result_text
-
-DONE = "done"
-"""The model's text once a turn's tool returns are in."""
-
-
-def scripted(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-    """The scripted model (see the module docstring)."""
-    last = messages[-1] if messages else None
-    if isinstance(last, ModelRequest):
-        for part in last.parts:
-            if isinstance(part, UserPromptPart) and isinstance(part.content, str):
-                calls = mapping.scripted_calls(part.content)
-                if calls is not None:
-                    return ModelResponse(parts=[ToolCallPart(tool, arguments, tool_call_id=i)
-                                                for i, tool, arguments in calls])
-    return ModelResponse(parts=[TextPart(DONE)])
 
 
 def activity_config(plan: mapping.CallPlan) -> ActivityConfig:

@@ -136,6 +136,11 @@ def scripted_calls(prompt: str) -> list[tuple[str, str, dict[str, Any]]] | None:
             for c in parsed[SCRIPT_KEY]]
 
 
+def tool_arguments(given: dict[str, Any]) -> str:
+    """The arguments JSON of a tool function's call, from the arguments the model gave."""
+    return json.dumps({k: v for k, v in given.items() if v is not None}, sort_keys=True)
+
+
 def tool_failed_text(output: str) -> str:
     """The tool return of a failure the tool reported (D-3): failed, never retried."""
     return tool_result_text(Outcome(Record.FAILED, failure_text(FailureKind.TOOL_ERROR, output)))

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -127,10 +126,6 @@ def _process() -> ToolProcess:
     return _PROCESS[0]
 
 
-def _arguments(given: dict[str, Any]) -> str:
-    return json.dumps({k: v for k, v in given.items() if v is not None}, sort_keys=True)
-
-
 def _tool(name: str) -> Any:
     async def run(ctx: RunContext[mapping.TurnDeps], order_id: str | None = None,
                   n: int | None = None, duration: float | None = None,
@@ -140,7 +135,7 @@ def _tool(name: str) -> Any:
         if plan is None:
             raise ToolFailed(mapping.tool_failed_text(
                 f"no call {ctx.tool_call_id!r} in turn {ctx.deps.turn_id!r}"))
-        return await _process().attempt(plan, _arguments({
+        return await _process().attempt(plan, mapping.tool_arguments({
             "order_id": order_id, "n": n, "duration": duration,
             "write_at": write_at, "fail": fail, "gate": gate}))
 

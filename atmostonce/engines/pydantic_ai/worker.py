@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import os
-import sys
 from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
@@ -36,8 +34,9 @@ from atmostonce.engines.temporal.worker import (
     until_stopped,
 )
 from atmostonce.engines.temporal.workflows import ToolPolicies
+from atmostonce.engines.worker_main import add_process_arguments, worker_main
 from atmostonce.runtime.ledger_client import worker_ledger
-from atmostonce.runtime.processes import exit_with_parent, leave, run_worker
+from atmostonce.runtime.processes import leave
 from atmostonce.runtime.tokens import read_token
 from atmostonce.runtime.tools import behaviours
 from atmostonce.runtime.wire import ready_line
@@ -68,19 +67,12 @@ async def serve(args: argparse.Namespace) -> NoReturn:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m atmostonce.engines.pydantic_ai.worker")
     parser.add_argument("--server", required=True, metavar="HOST:PORT")
-    parser.add_argument("--ledger", required=True, metavar="HOST:PORT")
-    parser.add_argument("--token-file", required=True, metavar="PATH")
-    parser.add_argument("--name", required=True)
-    parser.add_argument("--events", required=True, metavar="PATH")
+    add_process_arguments(parser)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:
-    exit_with_parent()
-    args = _parser().parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
-                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    run_worker("pydantic-ai worker", serve(args))
+    worker_main("pydantic-ai worker", _parser(), serve, argv)
 
 
 if __name__ == "__main__":

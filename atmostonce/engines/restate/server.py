@@ -27,6 +27,8 @@ from atmostonce.spec.errors import SpecError
 ENV = "RESTATE_SERVER_BIN"
 PREFIX = Path(__file__).resolve().parents[3] / ".restate"
 """The npm prefix `.ci/run` installs the server into."""
+REGISTER_WITHIN = 60.0
+"""Seconds a deployment's registration is asked again while the server answers 5xx."""
 PACKAGED = "node_modules/@restatedev/restate-server-linux-x64/bin/restate-server"
 INSTALL = "npm install --prefix .restate @restatedev/restate-server@1.7.12"
 READY = 60.0
@@ -135,8 +137,21 @@ class RestateServer:
             self.process.stop()
 
     def register(self, uri: str) -> None:
-        """Register the deployment at `uri` (forced: the same uri again replaces it)."""
-        self._post("/deployments", {"uri": uri, "force": True}, timeout=30.0)
+        """Register the deployment at `uri` (forced: the same uri again replaces it).
+
+        A 5xx answer is asked again until `REGISTER_WITHIN` has passed: under load the server
+        answers 500 while its schema registry is still busy ("retries for operation on key
+        'schema_registry' exhausted"), which goes away on its own.
+        """
+        deadline = time.monotonic() + REGISTER_WITHIN
+        while True:
+            try:
+                self._post("/deployments", {"uri": uri, "force": True}, timeout=30.0)
+                return
+            except _Busy as busy:
+                if time.monotonic() >= deadline:
+                    raise SpecError(str(busy)) from None
+                time.sleep(0.5)
 
     def query(self, sql: str, timeout: float = 10.0) -> list[dict[str, Any]]:
         """The rows of one SQL query of the admin API."""
@@ -152,6 +167,11 @@ class RestateServer:
             with urllib.request.urlopen(request, timeout=timeout) as response:
                 answer = json.loads(response.read() or b"{}")
         except urllib.error.HTTPError as error:
-            raise SpecError(f"the Restate admin API refused {path}: {error.code} "
-                            f"{error.read()[:300]!r}") from None
+            refused = (f"the Restate admin API refused {path}: {error.code} "
+                       f"{error.read()[:300]!r}")
+            raise (_Busy(refused) if error.code >= 500 else SpecError(refused)) from None
         return answer if isinstance(answer, dict) else {}
+
+
+class _Busy(SpecError):
+    """The admin API answered 5xx: the server could not do it now."""

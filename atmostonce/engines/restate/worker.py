@@ -10,10 +10,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import logging
 import os
 import signal
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
@@ -24,8 +22,9 @@ import restate
 
 from atmostonce.engines.restate import tools
 from atmostonce.engines.restate.services import SERVICES
+from atmostonce.engines.worker_main import add_process_arguments, worker_main
 from atmostonce.runtime.ledger_client import worker_ledger
-from atmostonce.runtime.processes import exit_with_parent, leave, run_worker
+from atmostonce.runtime.processes import leave
 from atmostonce.runtime.tokens import read_token
 from atmostonce.runtime.tools import behaviours
 from atmostonce.runtime.wire import ready_line
@@ -82,19 +81,12 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m atmostonce.engines.restate.worker")
     parser.add_argument("--host", required=True)
     parser.add_argument("--port", type=int, required=True)
-    parser.add_argument("--ledger", required=True, metavar="HOST:PORT")
-    parser.add_argument("--token-file", required=True, metavar="PATH")
-    parser.add_argument("--name", required=True)
-    parser.add_argument("--events", required=True, metavar="PATH")
+    add_process_arguments(parser)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:
-    exit_with_parent()
-    args = _parser().parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
-                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    run_worker("restate worker", serve(args))
+    worker_main("restate worker", _parser(), serve, argv)
 
 
 if __name__ == "__main__":

@@ -49,7 +49,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, NoReturn
@@ -63,8 +63,9 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 
 from atmostonce.engines.temporal import mapping
 from atmostonce.engines.temporal.payloads import ToolJob
+from atmostonce.engines.worker_main import add_process_arguments, worker_main
 from atmostonce.runtime.ledger_client import AsyncLedger, worker_ledger
-from atmostonce.runtime.processes import exit_with_parent, leave, run_worker
+from atmostonce.runtime.processes import leave
 from atmostonce.runtime.tokens import read_token
 from atmostonce.runtime.tools import Behaviour, Fenced, WriteResult, behaviours, run_tool
 from atmostonce.runtime.wire import ready_line
@@ -327,10 +328,7 @@ def _parser() -> argparse.ArgumentParser:
     roles = parser.add_subparsers(dest="role", required=True)
     tool = roles.add_parser("tools", help="run the tool activity")
     tool.add_argument("--server", required=True, metavar="HOST:PORT")
-    tool.add_argument("--ledger", required=True, metavar="HOST:PORT")
-    tool.add_argument("--token-file", required=True, metavar="PATH")
-    tool.add_argument("--name", required=True)
-    tool.add_argument("--events", required=True, metavar="PATH")
+    add_process_arguments(tool)
     tool.add_argument("--lease", type=float, required=True, metavar="SECONDS")
     tool.add_argument("--no-lease", action="store_true")
     tool.add_argument("--slots", type=int, default=1, metavar="N",
@@ -341,12 +339,11 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:
-    exit_with_parent()
-    args = _parser().parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
-                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    role: Any = tools if args.role == "tools" else sessions
-    run_worker("temporal worker", role(args))
+    worker_main("temporal worker", _parser(), _role, argv)
+
+
+def _role(args: argparse.Namespace) -> Coroutine[Any, Any, object]:
+    return tools(args) if args.role == "tools" else sessions(args)
 
 
 if __name__ == "__main__":

@@ -1,14 +1,15 @@
-"""The application's own store beside DBOS's system database: what a team keeps itself when it
-builds the Tool Calls page on DBOS, in one SQLite file that the session API and every
-application process share.
+"""The application's own store beside an engine's durable state: what a team keeps itself when
+it builds the Tool Calls page on an engine that has no tool-call records of its own (LangGraph,
+DBOS), in one SQLite file that the session API and every agent process share.
 
 - `policies`: each tool's ToolPolicy and framework hints, as last set (TC-POL-1);
-- `threads`: one per session, with the session's default effect;
+- `threads`: one per session, with the session's default effect; on an engine whose agent
+  processes claim sessions, also the process that runs it (`owner`) and a `version` bumped by
+  every change that process must look at (`ThreadedStore`);
 - `calls`: the scripted model's answers, in the order they were asked: each call with the
-  effective policy and approval deadline it kept at ask time (TC-SNAP-1, D-32). The session's
-  workflow reads its next turn from here (`app.model_turn`);
+  effective policy and approval deadline it kept at ask time (TC-SNAP-1, D-32);
 - `approvals`: the approval inbox of the calls that wait for one, answered by D-7's table with
-  the deadline judged by the clock: the inbox decides, `DBOS.recv` only wakes the workflow;
+  the deadline judged by the clock: the inbox decides, the engine's own wait only wakes the run;
 - `user_messages`: `send_user_message`'s texts.
 
 Every time is `time.monotonic()`, the clock the harness and the ledger read, taken once the
@@ -56,7 +57,8 @@ _SCHEMA = """
 PRAGMA journal_mode=WAL;
 CREATE TABLE IF NOT EXISTS policies (tool TEXT PRIMARY KEY, policy TEXT, hints TEXT);
 CREATE TABLE IF NOT EXISTS threads (
-    id TEXT PRIMARY KEY, default_effect TEXT, opened REAL NOT NULL);
+    id TEXT PRIMARY KEY, default_effect TEXT, opened REAL NOT NULL, owner TEXT,
+    version INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS calls (
     key TEXT PRIMARY KEY, thread TEXT NOT NULL, turn TEXT NOT NULL, call_id TEXT NOT NULL,
     tool TEXT NOT NULL, arguments TEXT NOT NULL, effect TEXT NOT NULL,
@@ -121,6 +123,9 @@ class AppStore:
         with self._read() as db:
             db.executescript(_SCHEMA)
 
+    def _changed(self, db: sqlite3.Connection, thread: str) -> None:
+        """A change to `thread` that the process running it must look at, inside the write."""
+
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         db = self._connect()
@@ -183,6 +188,7 @@ class AppStore:
                 db.execute("INSERT INTO approvals (key, thread, state, asked, deadline) "
                            "VALUES (?, ?, ?, ?, ?)",
                            (key, thread, ApprovalState.WAITING.value, now, now + wait))
+            self._changed(db, thread)
         return key
 
     def answer(self, key: str, approve: bool) -> AnswerReply:
@@ -190,22 +196,24 @@ class AppStore:
         event = ApprovalEvent.APPROVE if approve else ApprovalEvent.REJECT
         with self._write() as db:
             now = time.monotonic()
-            row = db.execute("SELECT state, deadline FROM approvals WHERE key = ?",
+            row = db.execute("SELECT thread, state, deadline FROM approvals WHERE key = ?",
                              (key,)).fetchone()
             if row is None:
                 if db.execute("SELECT 1 FROM calls WHERE key = ?", (key,)).fetchone():
                     return _reply(ApprovalReply.NOT_REQUIRED)
                 return AnswerReply(False, f"no call {key}")
-            state_text, deadline = row
+            thread, state_text, deadline = row
             state = ApprovalState(state_text)
             if state is ApprovalState.WAITING and now >= deadline:
                 state = ApprovalState.EXPIRED
                 db.execute("UPDATE approvals SET state = ?, expired = ? WHERE key = ?",
                            (state.value, now, key))
+                self._changed(db, thread)
             new, reply = approval_answer(state, event)
             if reply is ApprovalReply.ACCEPTED:
                 db.execute("UPDATE approvals SET state = ?, answered = ?, approve = ? "
                            "WHERE key = ?", (new.value, now, int(approve), key))
+                self._changed(db, thread)
             return _reply(reply)
 
     def add_user_message(self, thread: str, text: str) -> bool:
@@ -217,9 +225,10 @@ class AppStore:
                              "WHERE thread = ?", (thread,)).fetchone()[0]
             db.execute("INSERT INTO user_messages VALUES (?, ?, ?, ?)",
                        (thread, seq, text, now))
+            self._changed(db, thread)
         return True
 
-    # -- the application processes' writes -------------------------------------------------
+    # -- the agent processes' writes ----------------------------------------------------------
 
     def expire(self, keys: list[str]) -> list[str]:
         """Reject, for their deadline, the calls of `keys` still waiting past it; those keys."""
@@ -242,7 +251,7 @@ class AppStore:
         with self._read() as db:
             rows = db.execute("SELECT * FROM calls" + (" WHERE thread = ?" if thread else "")
                               + " ORDER BY seq", (thread,) if thread else ()).fetchall()
-        return [_call(r) for r in rows]
+        return [call_row(r) for r in rows]
 
     def approvals(self, thread: str | None = None) -> dict[str, ApprovalRow]:
         """The inbox of `thread` (of every thread when None), by call key."""
@@ -253,11 +262,15 @@ class AppStore:
         return {r[0]: ApprovalRow(r[0], r[1], ApprovalState(r[2]), r[3], r[4], r[5],
                                   None if r[6] is None else bool(r[6]), r[7]) for r in rows}
 
-    def user_messages(self, thread: str) -> list[str]:
-        """The session's user messages, in order."""
+    def user_messages(self, thread: str) -> list[tuple[str, str]]:
+        """The session's user messages, in order: (an id that names each one for good, text)."""
         with self._read() as db:
-            return [r[0] for r in db.execute(
-                "SELECT text FROM user_messages WHERE thread = ? ORDER BY seq", (thread,))]
+            return [(user_message_id(thread, r[0]), r[1]) for r in db.execute(
+                "SELECT seq, text FROM user_messages WHERE thread = ? ORDER BY seq", (thread,))]
+
+def user_message_id(thread: str, seq: int) -> str:
+    """The id of a session's user message: an engine that adds it again by id changes nothing."""
+    return f"{thread}/user/{seq}"
 
 
 def _statement(db: sqlite3.Connection, tool: str) -> tuple[ToolPolicy | None, ToolHints | None]:
@@ -267,7 +280,7 @@ def _statement(db: sqlite3.Connection, tool: str) -> tuple[ToolPolicy | None, To
     return policy_of(json.loads(found[0])), hints_of(json.loads(found[1]))
 
 
-def _call(row: tuple[Any, ...]) -> CallRow:
+def call_row(row: tuple[Any, ...]) -> CallRow:
     key, thread, turn, call_id, tool, arguments, effect, approval, asked, seq = row
     return CallRow(key, thread, turn, call_id, tool, arguments, EffectClass.parse(effect),
                    bool(approval), float(asked), int(seq))

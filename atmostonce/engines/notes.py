@@ -1,14 +1,14 @@
-"""An application process's own notes, one JSON object a line: what DBOS keeps nowhere but the
-server log needs (`server_log`). Each line is written whole with one `write`, so a SIGKILL
-leaves every line before it intact.
+"""An agent process's own notes, one JSON object a line: what an engine that hands nothing out
+(LangGraph, DBOS: the process that runs the session runs the tool) keeps nowhere but its server
+log needs. Each line is written whole with one `write`, so a SIGKILL leaves every line before it
+intact.
 
-- `started` (attempt, key, tool): the workflow is about to run the call's tool, before anything
-  else: the attempt's hand-out (DBOS hands nothing out; the process that runs the workflow runs
-  the tool);
+- `started` (attempt, key, tool): the process is about to run the call's tool, before anything
+  else: the attempt's hand-out;
 - `ended` (attempt, ok): the tool's run ended at this process;
-- `delivering` (attempt, key, of, ok): the workflow is about to write the call's record, that
-  attempt's result, into its `records` event; `server_log` keeps it only when the event holds
-  it at the end.
+- `delivering` (attempt, key, ok, ...): the process is about to make that attempt's result the
+  call's record in the engine's durable state (LangGraph's checkpoint file, DBOS's `records`
+  event); the server log keeps it only when that state holds it at the end.
 """
 
 from __future__ import annotations
