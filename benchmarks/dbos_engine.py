@@ -1,8 +1,9 @@
 """The runtime benchmark's measures on the DBOS mapping: tool calls per second and ask-to-record
 latency on the mapping's application processes (`atmostonce.engines.dbos`, the `steps` variant,
-system database on SQLite), and the time from a killed process to its call's record once a
-process that took over its executor id ran the step again, so that `benchmarks/runtime.py
---engine dbos` can put them beside the reference runtime's.
+or Pydantic AI's `dbos_steps` on the same processes; system database on SQLite), and the time
+from a killed process to its call's record once a process that took over its executor id ran the
+step again, so that `benchmarks/runtime.py --engine dbos` (or `pydantic-ai-dbos`) can put them
+beside the reference runtime's.
 
 The calls are spread over sessions of at most `PER_SESSION` askers (a session's workflow runs
 its calls one after another); a call's latency runs from sending its ask to reading its
@@ -17,6 +18,7 @@ import asyncio
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -142,10 +144,15 @@ async def _measure(engine: DBOSEngine, ledger: LedgerClient, calls: int, concurr
     return speed, await _recovery(engine, api, ledger, kills)
 
 
-def run(calls: int, concurrency: int, kills: int,
-        config: ExecutorConfig) -> tuple[Speed, Recovery]:
-    """Both measures on a fresh ledger and `WORKERS` application processes; every process is
-    stopped before this returns."""
+def steps(setup: EngineSetup) -> DBOSEngine:
+    return engine_of("steps", setup)
+
+
+def run(calls: int, concurrency: int, kills: int, config: ExecutorConfig,
+        factory: Callable[[EngineSetup], DBOSEngine] = steps) -> tuple[Speed, Recovery]:
+    """Both measures on a fresh ledger and `WORKERS` application processes of the DBOS variant
+    `factory` makes (the `steps` variant unless told); every process is stopped before this
+    returns."""
     with tempfile.TemporaryDirectory(prefix="atmostonce-bench-dbos-") as name:
         workdir = Path(name)
         token_file = workdir / "token"
@@ -156,9 +163,8 @@ def run(calls: int, concurrency: int, kills: int,
         engine: DBOSEngine | None = None
         try:
             port = int(ledger.wait_ready(20.0)["port"])
-            engine = engine_of("steps", EngineSetup(workdir / "engine", f"127.0.0.1:{port}",
-                                                    config, WORKERS, DEFAULT_EXECUTOR,
-                                                    token_file=token_file))
+            engine = factory(EngineSetup(workdir / "engine", f"127.0.0.1:{port}", config,
+                                         WORKERS, DEFAULT_EXECUTOR, token_file=token_file))
             engine.start()
             with LedgerClient("127.0.0.1", port, token=token) as truth:
                 found = asyncio.run(_measure(engine, truth, calls, concurrency, kills))

@@ -15,14 +15,16 @@ With `--engine temporal` the same measures run on the Temporal mapping right aft
 (`benchmarks/temporal_engine.py`: dev server, the mapping's tool workers) and the report gives
 Temporal's figures beside the runtime's, with their ratios. With `--engine dbos` the same for the
 DBOS mapping (`benchmarks/dbos_engine.py`), whose kill measure is a recovery time, not a
-detection time (DBOS runs a killed step again). With `--engine restate` the
+detection time (DBOS runs a killed step again); `--engine pydantic-ai-dbos` the same on Pydantic
+AI's DBOS integration (`dbos_steps`). With `--engine restate` the
 throughput and latency run on the Restate mapping (`benchmarks/restate_engine.py`); a killed
 worker's call is run again there, never recorded outcome_unknown, so detection is not measured.
 
 A benchmark, never a timed test; figures come from one run on this machine.
 
     python benchmarks/runtime.py [--calls N] [--concurrency C] [--slots S] [--kills K]
-                                 [--engine reference|temporal|dbos|restate] [--json]
+                                 [--engine reference|temporal|dbos|pydantic-ai-dbos|restate]
+                                 [--json]
 """
 
 from __future__ import annotations
@@ -178,10 +180,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kills", type=int, default=3, help="killed workers to time (>= 1)")
     parser.add_argument("--heartbeat-timeout", type=float, default=2.0)
     parser.add_argument("--lease", type=float, default=1.0)
-    parser.add_argument("--engine", choices=("reference", "temporal", "dbos", "restate"),
+    parser.add_argument("--engine", choices=("reference", "temporal", "dbos", "pydantic-ai-dbos",
+                                             "restate"),
                         default="reference",
-                        help="temporal, dbos, restate: also run that engine's mapping and "
-                        "compare")
+                        help="temporal, dbos, pydantic-ai-dbos, restate: also run that "
+                        "engine's mapping and compare")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     if min(args.calls, args.concurrency, args.slots, args.kills) < 1:
@@ -204,10 +207,17 @@ def main(argv: list[str] | None = None) -> int:
         temporal = temporal_engine.run(args.calls, args.concurrency, args.slots, args.kills,
                                        config)
     dbos = None
+    dbos_label = "DBOS mapping (steps"
     if args.engine == "dbos":
         from benchmarks import dbos_engine
 
         dbos = dbos_engine.run(args.calls, args.concurrency, args.kills, config)
+    if args.engine == "pydantic-ai-dbos":
+        from atmostonce.engines.pydantic_ai import dbos_steps
+        from benchmarks import dbos_engine
+
+        dbos_label = "Pydantic AI on DBOS (dbos_steps"
+        dbos = dbos_engine.run(args.calls, args.concurrency, args.kills, config, dbos_steps)
     restate = None
     if args.engine == "restate":
         from benchmarks import restate_engine
@@ -225,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
                                   "ratios": _ratios(speed, detection, t_speed, t_detection)}
         if dbos is not None:
             d_speed, d_recovery = dbos
-            report["dbos"] = {"throughput": asdict(d_speed), "recovery": asdict(d_recovery),
+            report[args.engine] = {"throughput": asdict(d_speed), "recovery": asdict(d_recovery),
                               "ratios": _speed_ratios(speed, d_speed)}
         if restate is not None:
             report["restate"] = {"throughput": asdict(restate),
@@ -248,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     if temporal is not None:
         _print_temporal(speed, detection, *temporal)
     if dbos is not None:
-        _print_dbos(speed, *dbos)
+        _print_dbos(speed, *dbos, dbos_label)
     if restate is not None:
         _print_restate(speed, restate)
     print(f"reproduce: {command}")
@@ -290,10 +300,10 @@ def _speed_ratios(speed: Throughput, other: dbos_engine.Speed | restate_engine.S
 
 
 def _print_dbos(speed: Throughput, d_speed: dbos_engine.Speed,
-                recovery: dbos_engine.Recovery) -> None:
+                recovery: dbos_engine.Recovery, label: str) -> None:
     ratios = _speed_ratios(speed, d_speed)
     shown = ", ".join(f"{s:.2f}" for s in recovery.seconds)
-    print(f"DBOS mapping (steps, SQLite system database, {d_speed.workers} application "
+    print(f"{label}, SQLite system database, {d_speed.workers} application "
           f"processes, {d_speed.sessions} sessions, events polled every {d_speed.poll_ms:g} "
           "ms), same run:")
     print(f"  end to end:  {d_speed.calls} read calls in {d_speed.seconds:.2f} s = "

@@ -1,10 +1,11 @@
-"""`atmostonce chaos` on DBOS: a short run of the `steps` variant judges every property or
-lists it as not checkable (with the reason), injects only the faults an application process
-can take (kill and pause, never a partition or a server restart), gets every call a record,
-loses none, and breaks only the properties `docs/engines.md` reports broken; the positive
-control runs `tool_in_workflow` (tools as plain workflow code, as Pydantic AI's DBOS
-integration runs them) and must exit 1 with the at-most-once property broken by the re-run of a
-tool that had finished; without the `dbos` extra the engine's path is one line of bad input,
+"""`atmostonce chaos` on DBOS: a short run of each variant whose tools run in steps (on DBOS
+directly and on Pydantic AI's DBOS integration) judges every property or lists it as not
+checkable (with the reason), injects only the faults an application process can take (kill and
+pause, never a partition or a server restart), gets every call a record, loses none, and breaks
+only the properties `docs/engines.md` reports broken; the positive control runs each variant
+whose tools are plain workflow code (`tool_in_workflow`, and Pydantic AI's DBOS integration as
+given) and must exit 1 with the at-most-once property broken by the re-run of a tool that had
+finished; without the `dbos` extra the engine's path is one line of bad input,
 and so is `--fence`.
 
     pytest tests/engines/test_dbos_chaos.py -p no:cacheprovider -q -s
@@ -60,15 +61,27 @@ def test_the_dbos_engine_refuses_the_fence_as_bad_input() -> None:
     assert "Traceback" not in done.stderr
 
 
+STEPS = ["atmostonce.engines.dbos:steps", "atmostonce.engines.pydantic_ai:dbos_steps"]
+"""The DBOS variants whose tools run in steps: the page built on DBOS directly, and built on
+Pydantic AI's DBOS integration with each tool's body in a step."""
+IN_WORKFLOW = ["atmostonce.engines.dbos:tool_in_workflow",
+               "atmostonce.engines.pydantic_ai:dbos_defaults"]
+"""The DBOS variants whose tools run as workflow code: on DBOS directly, and Pydantic AI's DBOS
+integration as given, which wraps model requests in steps but not custom tool functions."""
+
+
 @pytest.mark.clause("TC-REC-1", "TC-REC-2", "TC-SNAP-1", "D-7")
+@pytest.mark.parametrize("engine", STEPS)
 def test_a_short_chaos_run_judges_every_property_and_breaks_only_the_known_ones(
-        tmp_path: Path) -> None:
+        tmp_path: Path, engine: str) -> None:
     """The run's files stay in `tmp_path` (the system database, the store, the processes'
     notes and logs, the ledger), to read when it fails."""
     pytest.importorskip("dbos")
+    if "pydantic_ai" in engine:
+        pytest.importorskip("pydantic_ai.durable_exec.dbos")
     from atmostonce.engines.dbos.adapter import NO_TARGET, NOT_CHECKABLE
 
-    result = run_chaos(ChaosOptions(duration=15, seed=1, engine="atmostonce.engines.dbos:steps",
+    result = run_chaos(ChaosOptions(duration=15, seed=1, engine=engine,
                                     workdir=tmp_path / "run"))
     report = chaos_json(result)
     text = chaos_text(result)
@@ -91,14 +104,19 @@ def test_a_short_chaos_run_judges_every_property_and_breaks_only_the_known_ones(
 
 
 @pytest.mark.clause("TC-AMO-2", "TC-EFF-NONIDEM")
-def test_a_tool_run_as_workflow_code_runs_again_after_a_crash_though_it_had_finished() -> None:
-    """The positive control: `tool_in_workflow` under kills. DBOS recovers a killed process's
-    session workflow by running it again from its start; the steps replay their checkpointed
-    outputs, but a tool run as plain workflow code is run again, although it had returned and
-    the call had its record: `atmostonce chaos` exits 1 with A-ONE-ATTEMPT broken, on a call
-    whose second run was handed out after its record (A-ONE-RECORD)."""
+@pytest.mark.parametrize("engine", IN_WORKFLOW)
+def test_a_tool_run_as_workflow_code_runs_again_after_a_crash_though_it_had_finished(
+        engine: str) -> None:
+    """The positive control: a variant whose tools run as workflow code, under kills. DBOS
+    recovers a killed process's session workflow by running it again from its start; the steps
+    replay their checkpointed outputs, but a tool run as plain workflow code is run again,
+    although it had returned and the call had its record: `atmostonce chaos` exits 1 with
+    A-ONE-ATTEMPT broken, on a call whose second run was handed out after its record
+    (A-ONE-RECORD)."""
     pytest.importorskip("dbos")
-    done = chaos("--engine", "atmostonce.engines.dbos:tool_in_workflow", "--nemesis", "kill",
+    if "pydantic_ai" in engine:
+        pytest.importorskip("pydantic_ai.durable_exec.dbos")
+    done = chaos("--engine", engine, "--nemesis", "kill",
                  "--duration", "15", "--seed", "1", "--json", timeout=150)
     assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
     report = json.loads(done.stdout)
@@ -114,3 +132,20 @@ def test_a_tool_run_as_workflow_code_runs_again_after_a_crash_though_it_had_fini
     print(f"{shortest['property']} [{shortest['call']}]: {shortest['message']}",
           *shortest["entries"], f"{finished['property']}: {finished['message']}",
           *finished["entries"], sep="\n")
+
+
+@pytest.mark.clause("TC-AMO-2", "TC-REC-LOST", "TC-REC-RETRY")
+def test_through_the_guard_dbos_keeps_every_property_judged_under_kills(tmp_path: Path) -> None:
+    """The fix a team can adopt for D-1 and D-3: the `guarded` variant runs each tool step
+    through `atmostonce.guard`, so the kills that make `steps` run a single-attempt tool again
+    leave no violation: every property judged holds, every call gets a record."""
+    pytest.importorskip("dbos")
+    result = run_chaos(ChaosOptions(duration=20, seed=1, engine="atmostonce.engines.dbos:guarded",
+                                    workdir=tmp_path / "run"))
+    text = chaos_text(result)
+    assert result.drained, text
+    assert result.errors == [], text
+    assert result.lost == [], text
+    assert result.violations == [], text
+    assert result.faults.counts().get("kill", 0) > 0, text
+    assert all(gone(pid) for pid in result.pids)

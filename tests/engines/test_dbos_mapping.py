@@ -3,17 +3,27 @@ JSON and read back unchanged, and the snapshot a team reads off its store and th
 
 from __future__ import annotations
 
+import asyncio
+import threading
+from pathlib import Path
+
 import pytest
 
 pytest.importorskip("dbos")
 
-from atmostonce.engines.appstore import CallRow
+from atmostonce.engines.appstore import AppStore, CallRow
 from atmostonce.engines.dbos import mapping
-from atmostonce.engines.dbos.app import records_of, worker_of
+from atmostonce.engines.dbos.app import RunContext, records_of, worker_of
 from atmostonce.engines.dbos.client import snapshot_of
 from atmostonce.engines.dbos.mapping import CallRecord
-from atmostonce.spec.policy import EffectClass
-from atmostonce.spec.records import Record, RejectReason
+from atmostonce.engines.guards import JOURNAL, journal_guard
+from atmostonce.engines.notes import Notes, read_notes
+from atmostonce.guard import Attempt, Statement
+from atmostonce.runtime.ledger_client import AsyncLedger
+from atmostonce.runtime.tools import behaviours
+from atmostonce.spec.policy import EffectClass, ToolPolicy
+from atmostonce.spec.protocol import ExecutorConfig
+from atmostonce.spec.records import AttemptEnd, Record, RejectReason
 from atmostonce.spec.session import MessageRole, ToolCallStatus
 
 
@@ -63,3 +73,43 @@ def test_the_snapshot_reads_records_then_the_inbox() -> None:
         ToolCallStatus.SUCCEEDED, ToolCallStatus.AWAITING_APPROVAL, ToolCallStatus.RUNNING]
     assert [(m.role, m.text, m.tool_output) for m in snapshot.messages] == [
         (MessageRole.TOOL, "", "order 1 shipped"), (MessageRole.USER, "what happened?", "")]
+
+
+# -- the guarded variant -------------------------------------------------------------------
+
+
+class _Killed(BaseException):
+    """Stands for the process dying mid-run: nothing after it runs, the attempt never ends."""
+
+
+@pytest.mark.clause("TC-AMO-2", "TC-REC-LOST")
+def test_a_guarded_step_run_again_after_a_crash_records_outcome_unknown_and_never_runs_the_tool(
+        tmp_path: Path) -> None:
+    """DBOS runs a step again when its process died mid-run (D-1); through the guard, the run
+    again finds the first attempt's intent without an end and records outcome_unknown, and the
+    tool never starts a second time (no `started` note, no ledger request)."""
+    guard = journal_guard(tmp_path / JOURNAL, ExecutorConfig())
+    call = CallRow("s1/t1/c1", "s1", "t1", "c1", "cancel_order", "{}",
+                   EffectClass.NON_IDEMPOTENT_WRITE, False, 0.0, 0)
+    guard.ask(call.key, call.tool, call.arguments,
+              Statement(ToolPolicy(call.effect, requires_approval=False)))
+
+    async def dies(step: Attempt) -> str:
+        raise _Killed
+
+    with pytest.raises(_Killed):
+        asyncio.run(guard.run(call.key, dies, lambda key, n: f"{key}#w1-100.{n}"))
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        ctx = RunContext("w2-200", AppStore(tmp_path / "app.db"),
+                         AsyncLedger("127.0.0.1", 9, token="unused"), loop,
+                         Notes(tmp_path / "w2.notes", "w2-200"), behaviours(), guard)
+        record = ctx.guarded(guard, call)
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(5.0)
+    assert (record.record, record.attempt) == (Record.OUTCOME_UNKNOWN, "s1/t1/c1#w1-100.1")
+    assert read_notes(tmp_path / "w2.notes") == []
+    assert [a.end for a in guard.attempts(call.key)] == [AttemptEnd.WORKER_LOST]

@@ -8,6 +8,9 @@ would build it from the page and DBOS's documentation (`mapping`).
 |                    | `max_attempts` for a call with retries                              |
 | `tool_in_workflow` | as plain workflow code, as Pydantic AI's DBOS integration runs      |
 |                    | custom tool functions                                              |
+| `guarded`          | in a `@DBOS.step` through `atmostonce.guard`: the attempt's intent  |
+|                    | on disk before the tool starts, so a step run again after a crash  |
+|                    | gives back the result or records outcome_unknown                   |
 
 Needs the `dbos` extra (`pip install 'atmostonce[dbos]'`); a scripted model (`app.model_turn`)
 stands in for the LLM, so no model service is needed.
@@ -42,4 +45,9 @@ def tool_in_workflow(setup: EngineSetup) -> DBOSEngine:
     return engine_of("tool_in_workflow", setup)
 
 
-__all__ = ["steps", "tool_in_workflow"]
+def guarded(setup: EngineSetup) -> DBOSEngine:
+    """Each tool call a `@DBOS.step` that runs the tool through `atmostonce.guard`."""
+    return engine_of("guarded", setup)
+
+
+__all__ = ["guarded", "steps", "tool_in_workflow"]

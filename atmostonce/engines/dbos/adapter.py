@@ -44,8 +44,9 @@ from atmostonce.engines.adapter import (
 from atmostonce.engines.appstore import AppStore
 from atmostonce.engines.dbos.app import RECORDS, records_of
 from atmostonce.engines.dbos.client import DBOSSessions
-from atmostonce.engines.dbos.mapping import VARIANTS, Variant
+from atmostonce.engines.dbos.mapping import VARIANTS, ToolRun, Variant
 from atmostonce.engines.dbos.server_log import server_log
+from atmostonce.engines.guards import JOURNAL, journal_guard
 from atmostonce.engines.process_workers import ProcessWorker, ProcessWorkers
 from atmostonce.runtime.options import config_argv
 from atmostonce.runtime.processes import start, stop_all
@@ -108,6 +109,9 @@ class DBOSEngine(ProcessWorkers[_Worker]):
         self.store = AppStore(setup.workdir / "app.db")
         self.store.setup()
         self.system_database = setup.workdir / "dbos.sqlite"
+        self.guard = (journal_guard(setup.workdir / JOURNAL, setup.config)
+                      if variant.tool_run is ToolRun.GUARDED else None)
+        """The guard's journal the application processes share (`guarded`)."""
         super().__init__()
         self._count = 0
         self._orphans: list[_Worker] = []
@@ -172,6 +176,8 @@ class DBOSEngine(ProcessWorkers[_Worker]):
                 "--executor-id", executor_id, "--ledger", self.setup.ledger,
                 "--token-file", str(self.token_file), "--name", wid, "--events", str(notes),
                 *config_argv(self.setup.config)] + (["--migrate"] if self._count == 1 else [])
+        if self.guard is not None:
+            argv += ["--guard-journal", str(self.guard.journal.path)]
         process = start("worker", argv, log)
         worker = _Worker(WorkerRef(wid, (), process.pid), process, notes, executor_id)
         self._workers[wid] = worker

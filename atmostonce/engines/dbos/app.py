@@ -40,11 +40,13 @@ from atmostonce.engines.appstore import AppStore, CallRow
 from atmostonce.engines.dbos import mapping
 from atmostonce.engines.dbos.mapping import CallRecord, ToolRun, Variant
 from atmostonce.engines.notes import Notes
+from atmostonce.guard import Attempt, Guard, Statement, Waiting
+from atmostonce.guard import ToolFailed as GuardToolFailed
 from atmostonce.runtime.ledger_client import AsyncLedger
 from atmostonce.runtime.tools import Behaviour, Fenced, WriteResult, run_tool
 from atmostonce.spec.approval import ApprovalState
 from atmostonce.spec.errors import SpecError
-from atmostonce.spec.policy import EffectClass
+from atmostonce.spec.policy import EffectClass, ToolPolicy
 from atmostonce.spec.protocol import ExecutorConfig
 from atmostonce.spec.records import RejectReason
 
@@ -113,38 +115,69 @@ class RunContext:
     loop: asyncio.AbstractEventLoop
     notes: Notes
     table: Mapping[str, Behaviour]
+    guard: Guard | None = None
+    """The guard over the journal the processes share (`GUARDED`)."""
     runs: Counter[str] = field(default_factory=Counter)
 
     def on_loop(self, coroutine: Coroutine[Any, Any, T]) -> T:
         """Run `coroutine` on the ledger's event loop and wait for its result."""
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
 
-    def attempt(self, call: CallRow) -> CallRecord:
-        """One attempt of `call` at this process: note the hand-out, tell the ledger the run
-        starts, run the tool with the call's key, tell the ledger how it ended and wait for
-        its answer, so the ledger knows before the record is kept. A failure
-        outside the tool after the run began is raised for a call with retries and is
-        outcome_unknown for a single-attempt call."""
-        self.runs[call.key] += 1
-        attempt = f"{call.key}#{self.worker}.{self.runs[call.key]}"
+    async def run_once(self, call: CallRow, attempt: str) -> tuple[bool, str]:
+        """One run of `call`'s tool as `attempt`, on the ledger's event loop: note the hand-out,
+        tell the ledger the run starts, run the tool with the call's key, tell the ledger how
+        it ended and wait for its answer, so the ledger knows before the record is kept.
+        Whether the tool returned, and its output; a failure outside the tool is raised."""
         self.notes.note("started", attempt=attempt, key=call.key, tool=call.tool)
         run = _Run(self.ledger, self.worker, attempt, call.key, call.tool)
         try:
-            self.on_loop(self.ledger.request({"op": "run_started", "worker": self.worker,
-                                              "attempt": attempt, "key": call.key,
-                                              "tool": call.tool}))
-            ok, output = self.on_loop(run_tool(call.tool, call.arguments, run, self.table))
-        except (SpecError, OSError, Fenced) as error:
+            await self.ledger.request({"op": "run_started", "worker": self.worker,
+                                       "attempt": attempt, "key": call.key, "tool": call.tool})
+            ok, output = await run_tool(call.tool, call.arguments, run, self.table)
+        except (SpecError, OSError, Fenced):
             self.notes.note("ended", attempt=attempt, ok=None)
+            raise
+        self.notes.note("ended", attempt=attempt, ok=ok)
+        with contextlib.suppress(SpecError, OSError):  # the run is over either way
+            await self.ledger.request({
+                "op": "run_ended", "worker": self.worker, "attempt": attempt,
+                "end": "returned" if ok else "tool_failed", "output": output})
+        return ok, output
+
+    def attempt(self, call: CallRow) -> CallRecord:
+        """One attempt of `call` at this process (`run_once`). A failure outside the tool
+        after the run began is raised for a call with retries and is outcome_unknown for a
+        single-attempt call."""
+        self.runs[call.key] += 1
+        attempt = f"{call.key}#{self.worker}.{self.runs[call.key]}"
+        try:
+            ok, output = self.on_loop(self.run_once(call, attempt))
+        except (SpecError, OSError, Fenced) as error:
             if call.retries_allowed:
                 raise ToolInfrastructureError(f"{call.tool}: {error}") from None
             return mapping.unknown(attempt)
-        self.notes.note("ended", attempt=attempt, ok=ok)
-        with contextlib.suppress(SpecError, OSError):  # the run is over either way
-            self.on_loop(self.ledger.request({
-                "op": "run_ended", "worker": self.worker, "attempt": attempt,
-                "end": "returned" if ok else "tool_failed", "output": output}))
         return mapping.returned(output, attempt) if ok else mapping.tool_failed(output, attempt)
+
+    def guarded(self, guard: Guard, call: CallRow) -> CallRecord:
+        """The call's tool run through the guard (`GUARDED`): its policy kept in the guard's
+        journal, each attempt's intent on disk before the tool starts, so a run again of the
+        step gives back the call's result, or outcome_unknown for a single-attempt call whose
+        attempt began and never ended, and attempts are counted across processes. The
+        approval is the app's inbox's, decided before the step."""
+        guard.ask(call.key, call.tool, call.arguments,
+                  Statement(ToolPolicy(call.effect, requires_approval=False)))
+
+        async def tool(step: Attempt) -> str:
+            ok, output = await self.run_once(call, step.label)
+            if not ok:
+                raise GuardToolFailed(output)
+            return output
+
+        finished = self.on_loop(guard.run(call.key, tool,
+                                          lambda key, n: f"{key}#{self.worker}.{n}"))
+        if isinstance(finished, Waiting):
+            raise SpecError(f"the guard holds {call.key} for an approval the app decided")
+        return mapping.decided(finished.outcome, finished.attempt or "", finished.output)
 
 
 def turn_due(ctx: RunContext, session_id: str, handled: list[str]) -> tuple[list[CallRow], float]:
@@ -203,10 +236,18 @@ def tool_runner(ctx: RunContext, variant: Variant, config: ExecutorConfig
                 time.sleep(config.retry_backoff)
         raise AssertionError("unreachable")
 
+    @DBOS.step(name="tool_guarded")
+    def tool_guarded(call: CallRow) -> dict[str, str]:
+        if ctx.guard is None:
+            raise SpecError("the guarded variant's process was started without the guard")
+        return ctx.guarded(ctx.guard, call).as_json()
+
     def run(call: CallRow) -> CallRecord:
         try:
             if variant.tool_run is ToolRun.WORKFLOW:
                 return in_workflow(call)
+            if variant.tool_run is ToolRun.GUARDED:
+                return CallRecord.of_json(tool_guarded(call))
             step = tool_retried if call.retries_allowed else tool_once
             return CallRecord.of_json(step(call))
         except (DBOSMaxStepRetriesExceeded, ToolInfrastructureError):

@@ -45,6 +45,11 @@ class ToolRun(enum.Enum):
 
     STEP = "step"
     """In a `@DBOS.step`: its output is checkpointed, a finished step never runs again."""
+    GUARDED = "guarded"
+    """In a `@DBOS.step` that runs it through `atmostonce.guard`: the attempt's intent is in
+    the guard's journal before the tool starts, so a step DBOS runs again after a crash gives
+    back the call's result or records outcome_unknown, never runs a single-attempt tool twice,
+    and a call's attempts are counted across processes."""
     WORKFLOW = "workflow"
     """As plain workflow code, as Pydantic AI's DBOS integration runs custom tool functions:
     nothing is checkpointed, so every recovery of the workflow runs it again."""
@@ -69,6 +74,7 @@ class Variant:
 VARIANTS: dict[str, Variant] = {v.name: v for v in (
     Variant("steps", ToolRun.STEP),
     Variant("tool_in_workflow", ToolRun.WORKFLOW),
+    Variant("guarded", ToolRun.GUARDED, built_with="DBOS's workflows and steps, and the guard"),
 )}
 """Each variant by the name its factory has in `atmostonce.engines.dbos`."""
 
@@ -99,6 +105,11 @@ class CallRecord:
 
 def _of(outcome: Outcome, attempt: str = "", result: str = "") -> CallRecord:
     return CallRecord(outcome.record, outcome.error, tool_result_text(outcome, result), attempt)
+
+
+def decided(outcome: Outcome, attempt: str, result: str = "") -> CallRecord:
+    """The record of an outcome decided elsewhere (the guard's)."""
+    return _of(outcome, attempt, result)
 
 
 def returned(output: str, attempt: str) -> CallRecord:

@@ -32,6 +32,7 @@ from dbos import DBOS, DBOSConfig
 from atmostonce.engines.appstore import AppStore
 from atmostonce.engines.dbos.app import QUEUE, RunContext, register
 from atmostonce.engines.dbos.mapping import VARIANTS, WORKER, Variant
+from atmostonce.engines.guards import journal_guard
 from atmostonce.engines.notes import Notes
 from atmostonce.engines.worker_main import add_process_arguments, worker_main
 from atmostonce.runtime.ledger_client import worker_ledger
@@ -84,8 +85,9 @@ async def run(args: argparse.Namespace, variant: Variant, config: ExecutorConfig
         loop.add_signal_handler(signum, stop.set)
     ledger = await worker_ledger(args.ledger, read_token(Path(args.token_file)), name,
                                   CONNECT_FOR)
+    guard = journal_guard(Path(args.guard_journal), config) if args.guard_journal else None
     ctx = RunContext(name, AppStore(Path(args.store)), ledger, loop,
-                     Notes(Path(args.events), name), behaviours())
+                     Notes(Path(args.events), name), behaviours(), guard)
     if args.migrate:
         await asyncio.to_thread(_launch, args, ctx, variant, config, register_app)
     print(ready_line("worker", names=[name], pid=os.getpid()), flush=True)
@@ -102,6 +104,8 @@ def parser_of(module: str, variants: Mapping[str, Variant]) -> argparse.Argument
     parser.add_argument("--store", required=True, metavar="PATH")
     parser.add_argument("--system-database", required=True, metavar="PATH")
     parser.add_argument("--executor-id", required=True)
+    parser.add_argument("--guard-journal", metavar="PATH",
+                        help="the guard's journal, shared by every process (guarded)")
     parser.add_argument("--migrate", action="store_true",
                         help="create DBOS's tables (the first process started)")
     add_process_arguments(parser)

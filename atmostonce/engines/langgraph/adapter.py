@@ -38,13 +38,13 @@ from atmostonce.engines.adapter import (
     SessionAPI,
     WorkerRef,
 )
+from atmostonce.engines.guards import JOURNAL, journal_guard
 from atmostonce.engines.langgraph.client import LangGraphSessions
 from atmostonce.engines.langgraph.guarded import (
     GUARD_KIT,
     GuardedSessions,
     GuardInbox,
     hand_outs,
-    journal_guard,
     results_delivered,
 )
 from atmostonce.engines.langgraph.mapping import VARIANTS, Variant
@@ -112,7 +112,7 @@ class LangGraphEngine(ProcessWorkers[_Worker]):
         self.store = ThreadedStore(setup.workdir / "app.db")
         self.store.setup()
         self.checkpoints = setup.workdir / "checkpoints.db"
-        self.guard = (journal_guard(setup.workdir / "guard.db", setup.config)
+        self.guard = (journal_guard(setup.workdir / JOURNAL, setup.config)
                       if variant.kit == GUARD_KIT else None)
         """The guard's journal the agent processes share (the guarded variant)."""
         super().__init__()

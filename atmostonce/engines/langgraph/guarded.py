@@ -22,7 +22,6 @@ monotonic clock the harness reads.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -45,7 +44,6 @@ from atmostonce.guard import (
     Approval,
     Finished,
     Guard,
-    GuardSettings,
     Statement,
     UnknownCall,
     current_attempt,
@@ -64,12 +62,6 @@ GUARD_KIT = "guard"
 """The kit name of the guarded variant (`mapping.Variant.kit`)."""
 DECIDED = "decided"
 """The resume value of a guarded interrupt: the guard reads the decision from its journal."""
-
-
-def journal_guard(path: Path, config: ExecutorConfig) -> Guard:
-    """The guard over the journal at `path`, with the run's attempts, backoff and deadline."""
-    return Guard(path, GuardSettings(config.max_attempts, config.retry_backoff,
-                                     config.approval_deadline), clock=time.monotonic)
 
 
 def statement_of(store: ThreadedStore, key: str) -> Statement:

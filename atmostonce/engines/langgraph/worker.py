@@ -37,9 +37,9 @@ from typing import Any, NoReturn
 from langchain_core.messages import BaseMessage, HumanMessage
 from langgraph.types import Command, Interrupt
 
+from atmostonce.engines.guards import journal_guard
 from atmostonce.engines.langgraph import graphs
 from atmostonce.engines.langgraph.checkpoints import open_saver
-from atmostonce.engines.langgraph.guarded import journal_guard
 from atmostonce.engines.langgraph.kits import KITS
 from atmostonce.engines.langgraph.mapping import VARIANTS, Variant
 from atmostonce.engines.langgraph.model import QUIET, ScriptedChatModel, asked_ids, next_turn
