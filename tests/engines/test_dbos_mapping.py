@@ -13,10 +13,10 @@ pytest.importorskip("dbos")
 
 from atmostonce.engines.appstore import AppStore, CallRow
 from atmostonce.engines.dbos import mapping
-from atmostonce.engines.dbos.app import RunContext, records_of, worker_of
+from atmostonce.engines.dbos.app import RunContext, records_of
 from atmostonce.engines.dbos.client import snapshot_of
 from atmostonce.engines.dbos.mapping import CallRecord
-from atmostonce.engines.guards import JOURNAL, journal_guard
+from atmostonce.engines.guards import JOURNAL, journal_guard, worker_of
 from atmostonce.engines.notes import Notes, read_notes
 from atmostonce.guard import Attempt, Statement
 from atmostonce.runtime.ledger_client import AsyncLedger

@@ -15,7 +15,7 @@ import pytest
 pytest.importorskip("langgraph")
 
 from atmostonce.check.history import entries as h
-from atmostonce.engines.langgraph.guarded import hand_outs, results_delivered, worker_of
+from atmostonce.engines.guards import hand_outs, results_delivered, worker_of
 from atmostonce.engines.langgraph.server_log import server_log
 from atmostonce.engines.notes import Notes
 from atmostonce.guard import Attempt, Guard, Statement, ToolFailed

@@ -46,7 +46,7 @@ from atmostonce.engines.dbos.app import RECORDS, records_of
 from atmostonce.engines.dbos.client import DBOSSessions
 from atmostonce.engines.dbos.mapping import VARIANTS, ToolRun, Variant
 from atmostonce.engines.dbos.server_log import server_log
-from atmostonce.engines.guards import JOURNAL, journal_guard
+from atmostonce.engines.guards import JOURNAL, hand_outs, journal_guard, results_delivered
 from atmostonce.engines.process_workers import ProcessWorker, ProcessWorkers
 from atmostonce.runtime.options import config_argv
 from atmostonce.runtime.processes import start, stop_all
@@ -230,6 +230,10 @@ class DBOSEngine(ProcessWorkers[_Worker]):
 
     def server_log(self) -> ServerLog:
         notes = [w.notes for w in self._workers.values()]
+        if self.guard is not None:
+            return server_log(notes, self.store.approvals().values(), None, self.lost,
+                              self.system_database,
+                              [*hand_outs(self.guard), *results_delivered(self.guard)])
         return server_log(notes, self.store.approvals().values(), self.durable_attempts(),
                           self.lost, self.system_database)
 

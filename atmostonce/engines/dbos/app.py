@@ -39,11 +39,13 @@ from dbos._error import DBOSMaxStepRetriesExceeded
 from atmostonce.engines.appstore import AppStore, CallRow
 from atmostonce.engines.dbos import mapping
 from atmostonce.engines.dbos.mapping import CallRecord, ToolRun, Variant
+from atmostonce.engines.guards import worker_of
+from atmostonce.engines.ledger_run import LedgerRun
 from atmostonce.engines.notes import Notes
 from atmostonce.guard import Attempt, Guard, Statement, Waiting
 from atmostonce.guard import ToolFailed as GuardToolFailed
 from atmostonce.runtime.ledger_client import AsyncLedger
-from atmostonce.runtime.tools import Behaviour, Fenced, WriteResult, run_tool
+from atmostonce.runtime.tools import Behaviour, Fenced, run_tool
 from atmostonce.spec.approval import ApprovalState
 from atmostonce.spec.errors import SpecError
 from atmostonce.spec.policy import EffectClass, ToolPolicy
@@ -81,29 +83,6 @@ def retryable(error: BaseException) -> bool:
     return isinstance(error, ToolInfrastructureError)
 
 
-class _Run:
-    """One run of a tool at this process: the tool's context (`ToolContext`)."""
-
-    def __init__(self, ledger: AsyncLedger, worker: str, attempt: str, key: str,
-                 tool: str) -> None:
-        self.ledger = ledger
-        self.worker = worker
-        self.attempt = attempt
-        self.key = key
-        self.tool = tool
-        self.cancelled = asyncio.Event()
-        """Never set: DBOS does not cancel a step that runs."""
-
-    async def write(self, payload: str) -> WriteResult:
-        """The tool's write with the call's key: DBOS gives a step no lease, so none."""
-        answer = await self.ledger.request({
-            "op": "write", "worker": self.worker, "attempt": self.attempt, "key": self.key,
-            "tool": self.tool, "payload": payload, "deadline": None})
-        if answer.get("fenced"):
-            raise Fenced(self.attempt)
-        return WriteResult(bool(answer.get("applied")), int(answer.get("count", 0)))
-
-
 @dataclass
 class RunContext:
     """What an application process gives its workflow: the store, the effect ledger on the
@@ -123,13 +102,16 @@ class RunContext:
         """Run `coroutine` on the ledger's event loop and wait for its result."""
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
 
-    async def run_once(self, call: CallRow, attempt: str) -> tuple[bool, str]:
+    async def run_once(self, call: CallRow, attempt: str, note_start: bool = True
+                       ) -> tuple[bool, str]:
         """One run of `call`'s tool as `attempt`, on the ledger's event loop: note the hand-out,
         tell the ledger the run starts, run the tool with the call's key, tell the ledger how
         it ended and wait for its answer, so the ledger knows before the record is kept.
-        Whether the tool returned, and its output; a failure outside the tool is raised."""
-        self.notes.note("started", attempt=attempt, key=call.key, tool=call.tool)
-        run = _Run(self.ledger, self.worker, attempt, call.key, call.tool)
+        Whether the tool returned, and its output; a failure outside the tool is raised.
+        Without `note_start` the hand-out is noted elsewhere (the guard's journal)."""
+        if note_start:
+            self.notes.note("started", attempt=attempt, key=call.key, tool=call.tool)
+        run = LedgerRun(self.ledger, self.worker, attempt, call.key, call.tool)
         try:
             await self.ledger.request({"op": "run_started", "worker": self.worker,
                                        "attempt": attempt, "key": call.key, "tool": call.tool})
@@ -168,7 +150,7 @@ class RunContext:
                   Statement(ToolPolicy(call.effect, requires_approval=False)))
 
         async def tool(step: Attempt) -> str:
-            ok, output = await self.run_once(call, step.label)
+            ok, output = await self.run_once(call, step.label, note_start=False)
             if not ok:
                 raise GuardToolFailed(output)
             return output
@@ -315,8 +297,3 @@ def records_of(value: Any) -> dict[str, CallRecord]:
     if not isinstance(value, dict):
         return {}
     return {str(k): CallRecord.of_json(v) for k, v in value.items()}
-
-
-def worker_of(attempt: str) -> str:
-    """The worker that ran `attempt` (`{key}#{worker}.{n}`)."""
-    return attempt.rpartition("#")[2].rpartition(".")[0]

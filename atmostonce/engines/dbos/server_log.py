@@ -51,20 +51,30 @@ def dbos_tables(system_database: Path) -> list[str]:
 
 
 def server_log(notes_files: Iterable[Path], approvals: Iterable[ApprovalRow],
-               durable: set[str], lost: Sequence[tuple[float, str]],
-               system_database: Path) -> ServerLog:
+               durable: set[str] | None, lost: Sequence[tuple[float, str]],
+               system_database: Path, guarded: Sequence[h.Entry] = ()) -> ServerLog:
     """The ServerLog of one run (see the module docstring); `durable` are the attempts whose
     records the sessions' `records` events hold, `lost` is (when, worker name) for each
-    killed process whose executor id a new process took over."""
+    killed process whose executor id a new process took over. For the guarded variant,
+    `guarded` are the hand-outs and deliveries of the guard's journal (an attempt's intent is
+    durable before its tool starts, a result once the guard kept it) and `durable` is None:
+    the notes give only the runs' ends."""
     log = ServerLog()
     seen = noted(notes_files, durable)
     log.run_ends += seen.run_ends
-    entries = [*seen.hand_outs, *seen.results.values(), *inbox_entries(approvals)]
+    entries = [*seen.hand_outs, *seen.results.values(), *guarded, *inbox_entries(approvals)]
     entries += [h.WorkerDeclaredLost(at, worker) for at, worker in lost]
     log.entries = sorted(entries, key=lambda e: e.at)
-    log.notes.append(
-        f"{len(seen.hand_outs)} attempts, each noted by the application process that ran its "
-        f"tool (DBOS hands nothing out); {len(seen.results)} results that reached a session's "
-        f"records event; {len(lost)} killed processes whose executor id a new process took over")
+    if guarded:
+        log.notes.append(
+            f"{sum(isinstance(e, h.HandedOut) for e in guarded)} attempts and "
+            f"{sum(isinstance(e, h.ResultDelivered) for e in guarded)} results kept, from the "
+            "guard's journal")
+    else:
+        log.notes.append(
+            f"{len(seen.hand_outs)} attempts, each noted by the application process that ran "
+            f"its tool (DBOS hands nothing out); {len(seen.results)} results that reached a "
+            "session's records event")
+    log.notes.append(f"{len(lost)} killed processes whose executor id a new process took over")
     log.notes += dbos_tables(system_database)
     return log

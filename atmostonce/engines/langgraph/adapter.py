@@ -38,14 +38,12 @@ from atmostonce.engines.adapter import (
     SessionAPI,
     WorkerRef,
 )
-from atmostonce.engines.guards import JOURNAL, journal_guard
+from atmostonce.engines.guards import JOURNAL, hand_outs, journal_guard, results_delivered
 from atmostonce.engines.langgraph.client import LangGraphSessions
 from atmostonce.engines.langgraph.guarded import (
     GUARD_KIT,
     GuardedSessions,
     GuardInbox,
-    hand_outs,
-    results_delivered,
 )
 from atmostonce.engines.langgraph.mapping import VARIANTS, Variant
 from atmostonce.engines.langgraph.server_log import server_log

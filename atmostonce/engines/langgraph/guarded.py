@@ -30,8 +30,8 @@ from langchain_core.messages import ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_config
 
-from atmostonce.check.history import entries as h
 from atmostonce.engines.appstore import ApprovalRow
+from atmostonce.engines.guards import worker_of
 from atmostonce.engines.langgraph.client import LangGraphSessions
 from atmostonce.engines.langgraph.store import ThreadedStore
 from atmostonce.engines.langgraph.tools import (
@@ -56,7 +56,6 @@ from atmostonce.spec.errors import SpecError
 from atmostonce.spec.keys import parse_key
 from atmostonce.spec.policy import ToolPolicy
 from atmostonce.spec.protocol import ExecutorConfig
-from atmostonce.spec.records import Record
 
 GUARD_KIT = "guard"
 """The kit name of the guarded variant (`mapping.Variant.kit`)."""
@@ -74,11 +73,6 @@ def statement_of(store: ThreadedStore, key: str) -> Statement:
     row = store.approvals(parts.flow_id).get(key) if call.requires_approval else None
     wait = max(0.0, row.deadline - row.asked) if row is not None else None
     return Statement(ToolPolicy(call.effect, call.requires_approval, wait))
-
-
-def worker_of(label: str) -> str:
-    """The agent process an attempt label `{key}#{worker}.{n}` names."""
-    return label.rpartition("#")[2].rpartition(".")[0]
 
 
 def inbox_row(approval: Approval) -> ApprovalRow:
@@ -143,26 +137,6 @@ def guard_kit(ctx: RunContext) -> ToolKit:
                                  artifact, lambda k, n: f"{k}#{ctx.worker}.{n}")
     return ToolKit([demo_tool(name, function(name)) for name in TOOLS], [middleware],
                    GuardApproval(), GuardInbox(guard), retries=False)
-
-
-def hand_outs(guard: Guard) -> list[h.Entry]:
-    """Every attempt's intent in the journal, as the hand-out it is: durable before the tool
-    started (D-5)."""
-    with guard.journal.reading() as tx:
-        tools = {c.key: c.tool for c in tx.calls()}
-        attempts = tx.attempts()
-    return [h.HandedOut(a.started, worker_of(a.label), a.label, a.key, tools.get(a.key, ""),
-                        True, a.key) for a in attempts]
-
-
-def results_delivered(guard: Guard) -> list[h.Entry]:
-    """Each result a tool gave, delivered when the journal kept it: from then on the guard
-    gives it back, whatever happens to the process before the checkpoint holds it."""
-    with guard.journal.reading() as tx:
-        kept = tx.tool_results()
-    return [h.ResultDelivered(at, worker_of(r.attempt), r.attempt,
-                              r.outcome.record is Record.SUCCEEDED)
-            for r, at in kept if r.attempt is not None]
 
 
 class GuardedSessions(LangGraphSessions):

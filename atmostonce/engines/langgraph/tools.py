@@ -21,7 +21,6 @@ single-attempt call.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -41,10 +40,11 @@ from pydantic import BaseModel, ConfigDict
 from atmostonce.engines.appstore import ApprovalRow, CallRow
 from atmostonce.engines.langgraph import mapping
 from atmostonce.engines.langgraph.store import ThreadedStore
+from atmostonce.engines.ledger_run import LedgerRun
 from atmostonce.engines.notes import Notes
 from atmostonce.guard import Guard
 from atmostonce.runtime.ledger_client import AsyncLedger
-from atmostonce.runtime.tools import TOOLS, Behaviour, Fenced, WriteResult, run_tool
+from atmostonce.runtime.tools import TOOLS, Behaviour, Fenced, run_tool
 from atmostonce.spec.approval import ApprovalState
 from atmostonce.spec.errors import SpecError
 from atmostonce.spec.policy import EffectClass
@@ -69,28 +69,6 @@ class ToolInfrastructureError(Exception):
 def retryable(error: Exception) -> bool:
     """What the variants' retries retry: a failure outside the tool of a call with retries."""
     return isinstance(error, ToolInfrastructureError)
-
-
-class _Run:
-    """One run of a tool at this process: the tool's context (`ToolContext`)."""
-
-    def __init__(self, ledger: AsyncLedger, worker: str, attempt: str, key: str,
-                 tool: str) -> None:
-        self.ledger = ledger
-        self.worker = worker
-        self.attempt = attempt
-        self.key = key
-        self.tool = tool
-        self.cancelled = asyncio.Event()
-
-    async def write(self, payload: str) -> WriteResult:
-        """The tool's write with the call's key: LangGraph gives a run no lease, so none."""
-        answer = await self.ledger.request({
-            "op": "write", "worker": self.worker, "attempt": self.attempt, "key": self.key,
-            "tool": self.tool, "payload": payload, "deadline": None})
-        if answer.get("fenced"):
-            raise Fenced(self.attempt)
-        return WriteResult(bool(answer.get("applied")), int(answer.get("count", 0)))
 
 
 @dataclass
@@ -124,7 +102,7 @@ class RunContext:
         outside the tool after the run began is a `ToolInfrastructureError`."""
         if hand_out:
             self.notes.note("started", attempt=attempt, key=call.key, tool=call.tool)
-        run = _Run(self.ledger, self.worker, attempt, call.key, call.tool)
+        run = LedgerRun(self.ledger, self.worker, attempt, call.key, call.tool)
         try:
             await self.ledger.request({"op": "run_started", "worker": self.worker,
                                        "attempt": attempt, "key": call.key, "tool": call.tool})

@@ -29,33 +29,15 @@ from pydantic_ai import FunctionToolset, RunContext, ToolFailed
 from pydantic_ai.tools import ToolPrepareFunc
 from temporalio import activity
 
+from atmostonce.engines.ledger_run import LedgerRun
 from atmostonce.engines.pydantic_ai import mapping
 from atmostonce.engines.temporal.worker import EventsFile
 from atmostonce.runtime.ledger_client import AsyncLedger
-from atmostonce.runtime.tools import TOOLS, Behaviour, Fenced, WriteResult, run_tool
+from atmostonce.runtime.tools import TOOLS, Behaviour, run_tool
 from atmostonce.spec.errors import SpecError
 
 STOP_GRACE = 0.3
 """Seconds the ledger gets to hear of runs stopped with the worker."""
-
-
-class _Run:
-    """One run of a tool at this process: the tool's context (`ToolContext`)."""
-
-    def __init__(self, process: ToolProcess, attempt: str, key: str, tool: str) -> None:
-        self.process = process
-        self.attempt = attempt
-        self.key = key
-        self.tool = tool
-        self.cancelled = asyncio.Event()
-
-    async def write(self, payload: str) -> WriteResult:
-        answer = await self.process.ledger.request({
-            "op": "write", "worker": self.process.name, "attempt": self.attempt,
-            "key": self.key, "tool": self.tool, "payload": payload, "deadline": None})
-        if answer.get("fenced"):
-            raise Fenced(self.attempt)
-        return WriteResult(bool(answer.get("applied")), int(answer.get("count", 0)))
 
 
 @dataclass
@@ -66,7 +48,7 @@ class ToolProcess:
     ledger: AsyncLedger
     events: EventsFile
     table: dict[str, Behaviour]
-    runs: dict[str, _Run] = field(default_factory=dict)
+    runs: dict[str, LedgerRun] = field(default_factory=dict)
     """The runs going at this process, by attempt."""
 
     async def attempt(self, plan: mapping.CallPlan, arguments: str) -> str:
@@ -75,7 +57,7 @@ class ToolProcess:
         attempt = f"{plan.key}#{info.attempt}"
         self.events.note("started", attempt=attempt, key=plan.key, tool=plan.tool,
                          number=info.attempt, workflow=info.workflow_id)
-        run = _Run(self, attempt, plan.key, plan.tool)
+        run = LedgerRun(self.ledger, self.name, attempt, plan.key, plan.tool)
         try:
             await self.ledger.request({"op": "run_started", "worker": self.name,
                                        "attempt": attempt, "key": plan.key, "tool": plan.tool})
@@ -95,7 +77,7 @@ class ToolProcess:
             raise ToolFailed(mapping.tool_failed_text(output))
         return output
 
-    def _ended(self, run: _Run, end: str, output: str, ok: bool | None) -> None:
+    def _ended(self, run: LedgerRun, end: str, output: str, ok: bool | None) -> None:
         self.runs.pop(run.attempt, None)
         self.ledger.send({"op": "run_ended", "worker": self.name, "attempt": run.attempt,
                           "end": end, "output": output})

@@ -23,8 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from atmostonce.engines.ledger_run import LedgerRun
 from atmostonce.runtime.ledger_client import AsyncLedger
-from atmostonce.runtime.tools import Behaviour, Fenced, WriteResult, run_tool
+from atmostonce.runtime.tools import Behaviour, run_tool
 
 
 class EventsFile:
@@ -71,25 +72,6 @@ def current() -> Worker:
     return _WORKER[0]
 
 
-class _Run:
-    """One run of a tool at this worker: the tool's context (`ToolContext`)."""
-
-    def __init__(self, worker: Worker, attempt: str, key: str, tool: str) -> None:
-        self.worker = worker
-        self.attempt = attempt
-        self.key = key
-        self.tool = tool
-        self.cancelled = asyncio.Event()
-
-    async def write(self, payload: str) -> WriteResult:
-        answer = await self.worker.ledger.request({
-            "op": "write", "worker": self.worker.name, "attempt": self.attempt, "key": self.key,
-            "tool": self.tool, "payload": payload, "deadline": None})
-        if answer.get("fenced"):
-            raise Fenced(self.attempt)
-        return WriteResult(bool(answer.get("applied")), int(answer.get("count", 0)))
-
-
 async def run_attempt(key: str, tool: str, arguments: str) -> dict[str, Any]:
     """One attempt of a call in a `ctx.run` closure (see the module docstring)."""
     worker = current()
@@ -99,8 +81,8 @@ async def run_attempt(key: str, tool: str, arguments: str) -> dict[str, Any]:
                                  "attempt": attempt, "key": key, "tool": tool})
     worker.runs[attempt] = key
     try:
-        ok, output = await run_tool(tool, arguments, _Run(worker, attempt, key, tool),
-                                    worker.table)
+        run = LedgerRun(worker.ledger, worker.name, attempt, key, tool)
+        ok, output = await run_tool(tool, arguments, run, worker.table)
     except asyncio.CancelledError:
         worker.runs.pop(attempt, None)
         worker.ledger.send({"op": "run_ended", "worker": worker.name, "attempt": attempt,
