@@ -11,7 +11,8 @@ commit) and 2 worker processes on loopback, then:
   the time from the kill to the call's `outcome_unknown` event, against the heartbeat timeout
   (target: within heartbeat timeout + 1 s).
 
-With `--engine temporal` the same measures run on the Temporal mapping right after
+With `--engine temporal` (or `pydantic-ai`, Pydantic AI's `recommended` variant on the same
+dev server) the same measures run on the Temporal mapping right after
 (`benchmarks/temporal_engine.py`: dev server, the mapping's tool workers) and the report gives
 Temporal's figures beside the runtime's, with their ratios. With `--engine dbos` the same for the
 DBOS mapping (`benchmarks/dbos_engine.py`), whose kill measure is a recovery time, not a
@@ -23,8 +24,8 @@ worker's call is run again there, never recorded outcome_unknown, so detection i
 A benchmark, never a timed test; figures come from one run on this machine.
 
     python benchmarks/runtime.py [--calls N] [--concurrency C] [--slots S] [--kills K]
-                                 [--engine reference|temporal|dbos|pydantic-ai-dbos|restate]
-                                 [--json]
+                                 [--engine reference|temporal|pydantic-ai|dbos|
+                                           pydantic-ai-dbos|restate] [--json]
 """
 
 from __future__ import annotations
@@ -180,11 +181,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kills", type=int, default=3, help="killed workers to time (>= 1)")
     parser.add_argument("--heartbeat-timeout", type=float, default=2.0)
     parser.add_argument("--lease", type=float, default=1.0)
-    parser.add_argument("--engine", choices=("reference", "temporal", "dbos", "pydantic-ai-dbos",
-                                             "restate"),
+    parser.add_argument("--engine", choices=("reference", "temporal", "pydantic-ai", "dbos",
+                                             "pydantic-ai-dbos", "restate"),
                         default="reference",
-                        help="temporal, dbos, pydantic-ai-dbos, restate: also run that "
-                        "engine's mapping and compare")
+                        help="temporal, pydantic-ai, dbos, pydantic-ai-dbos, restate: also "
+                        "run that engine's mapping and compare")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     if min(args.calls, args.concurrency, args.slots, args.kills) < 1:
@@ -201,11 +202,11 @@ def main(argv: list[str] | None = None) -> int:
                f"--heartbeat-timeout {args.heartbeat_timeout:g} --lease {args.lease:g}"
                f"{'' if args.engine == 'reference' else ' --engine ' + args.engine}")
     temporal = None
-    if args.engine == "temporal":
+    if args.engine in ("temporal", "pydantic-ai"):
         from benchmarks import temporal_engine
 
         temporal = temporal_engine.run(args.calls, args.concurrency, args.slots, args.kills,
-                                       config)
+                                       config, pydantic_ai=args.engine == "pydantic-ai")
     dbos = None
     dbos_label = "DBOS mapping (steps"
     if args.engine == "dbos":
@@ -230,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
             "detection": asdict(detection), "command": command}
         if temporal is not None:
             t_speed, t_detection = temporal
-            report["temporal"] = {"throughput": asdict(t_speed),
+            report[args.engine] = {"throughput": asdict(t_speed),
                                   "detection": asdict(t_detection),
                                   "ratios": _ratios(speed, detection, t_speed, t_detection)}
         if dbos is not None:
@@ -256,7 +257,9 @@ def main(argv: list[str] | None = None) -> int:
           f"{detection.heartbeat_timeout:g} s, heartbeats every {detection.heartbeat_interval:g}"
           f" s; target <= {detection.target:g} s: {'met' if detection.met else 'MISSED'})")
     if temporal is not None:
-        _print_temporal(speed, detection, *temporal)
+        _print_temporal(speed, detection, *temporal,
+                        "Pydantic AI on Temporal, recommended" if args.engine == "pydantic-ai"
+                        else "Temporal mapping")
     if dbos is not None:
         _print_dbos(speed, *dbos, dbos_label)
     if restate is not None:
@@ -275,11 +278,14 @@ def _ratios(speed: Throughput, detection: Detection, t_speed: temporal_engine.Sp
 
 
 def _print_temporal(speed: Throughput, detection: Detection, t_speed: temporal_engine.Speed,
-                    t_detection: temporal_engine.Detection) -> None:
+                    t_detection: temporal_engine.Detection, label: str) -> None:
     ratios = _ratios(speed, detection, t_speed, t_detection)
     shown = ", ".join(f"{s:.2f}" for s in t_detection.seconds)
-    print(f"Temporal mapping (dev server on SQLite, {t_speed.workers} tool workers x "
-          f"the same slots, {t_speed.sessions} sessions, events polled every "
+    workers = (f"{t_speed.workers} tool workers x the same slots"
+               if label.startswith("Temporal") else
+               f"{t_speed.workers} workers running the workflows and activities")
+    print(f"{label} (dev server on SQLite, {workers}, {t_speed.sessions} sessions, events "
+          f"polled every "
           f"{t_speed.poll_ms:g} ms), same run:")
     print(f"  end to end:  {t_speed.calls} read calls in {t_speed.seconds:.2f} s = "
           f"{t_speed.calls_per_second:,.1f} tool calls/s (x{ratios['calls_per_second']:.3f} "

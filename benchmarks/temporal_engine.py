@@ -1,7 +1,9 @@
 """The runtime benchmark's measures on the Temporal mapping: tool calls per second and ask-to-record
 latency, and the time from a killed worker to its call's outcome_unknown record, on the dev
 server with the mapping's worker processes (`atmostonce.engines.temporal`), so that
-`benchmarks/runtime.py --engine temporal` can put them beside the reference runtime's.
+`benchmarks/runtime.py --engine temporal` can put them beside the reference runtime's; with
+`--engine pydantic-ai` the same on Pydantic AI's `recommended` variant (its defaults never record
+a killed worker's call: they retry it).
 
 The calls are spread over sessions of at most `PER_SESSION` askers, so that no workflow's history
 grows past a few thousand events; a call's latency runs from sending its ask to reading its
@@ -137,10 +139,11 @@ async def _detection(engine: TemporalEngine, api: TemporalSessions, ledger: Ledg
     return Detection(engine.setup.config.heartbeat_timeout, seconds, max(seconds))
 
 
-def run(calls: int, concurrency: int, slots: int, kills: int,
-        config: ExecutorConfig) -> tuple[Speed, Detection]:
+def run(calls: int, concurrency: int, slots: int, kills: int, config: ExecutorConfig,
+        pydantic_ai: bool = False) -> tuple[Speed, Detection]:
     """Both measures on a fresh dev server, ledger and `WORKERS` tool workers of `slots`
-    activities each; every process is stopped before this returns."""
+    activities each (with `pydantic_ai`, the workers of Pydantic AI's `recommended` variant,
+    Temporal's own slots); every process is stopped before this returns."""
     warmup = min(200, max(20, calls // 10))
     with tempfile.TemporaryDirectory(prefix="atmostonce-bench-temporal-") as name:
         workdir = Path(name)
@@ -152,16 +155,22 @@ def run(calls: int, concurrency: int, slots: int, kills: int,
         engine: TemporalEngine | None = None
         try:
             port = int(ledger.wait_ready(20.0)["port"])
-            engine = TemporalEngine(EngineSetup(workdir / "engine", f"127.0.0.1:{port}",
-                                                config, WORKERS, DEFAULT_EXECUTOR,
-                                                token_file=token_file), slots=slots)
+            setup = EngineSetup(workdir / "engine", f"127.0.0.1:{port}", config, WORKERS,
+                                DEFAULT_EXECUTOR, token_file=token_file)
+            sessions: type[TemporalSessions] = TemporalSessions
+            if pydantic_ai:
+                from atmostonce.engines.pydantic_ai.adapter import PydanticSessions, engine_of
+
+                engine, sessions = engine_of("recommended", setup), PydanticSessions
+            else:
+                engine = TemporalEngine(setup, slots=slots)
             engine.start()
-            api = TemporalSessions(engine.server.address, engine.settings,
-                                   request_timeout=60.0)
+            api = sessions(engine.server.address, engine.settings, request_timeout=60.0)
             speed = asyncio.run(_throughput(api, calls, concurrency, warmup))
             with LedgerClient("127.0.0.1", port, token=token) as truth:
-                found = asyncio.run(_detection(engine, TemporalSessions(
-                    engine.server.address, engine.settings), truth, kills))
+                found = asyncio.run(_detection(engine, sessions(
+                    engine.server.address, engine.settings, request_timeout=60.0), truth,
+                    kills))
         finally:
             if engine is not None:
                 engine.close()
