@@ -45,6 +45,7 @@ from typing import Any
 
 from atmostonce.check.history.services import Service
 from atmostonce.runtime import codec
+from atmostonce.runtime.disk_faults import DISK_FAULT_EXIT, disk_fault, fault_line
 from atmostonce.runtime.ledger_store import LedgerStore
 from atmostonce.runtime.tokens import check_token, ensure_token, matches
 from atmostonce.runtime.tools import SERVICES
@@ -73,7 +74,9 @@ class LedgerService:
     changes nothing."""
 
     def __init__(self, store: LedgerStore, token: str,
-                 on_fatal: Callable[[str], None]) -> None:
+                 on_fatal: Callable[[str, bool], None]) -> None:
+        """`on_fatal` hears why the file cannot be written, and whether that is a disk
+        fault."""
         self.store = store
         self.token = token
         self.on_fatal = on_fatal
@@ -140,8 +143,8 @@ class LedgerService:
     def _on_message(self, conn: LineProtocol, message: Message) -> None:
         """Handle one request; its reply waits, with every other reply of the burst and in
         order, until what the burst changed is committed, so nobody is told of an effect the
-        ledger could still lose. A run's start is answered at once: the tool may start, and
-        any write it makes commits in the same transaction as the start or a later one."""
+        ledger could still lose. A run's start too waits for its commit: the tool starts on
+        that answer, so a ledger that dies before the commit loses no run that went ahead."""
         if self.failure is not None:
             return
         if conn not in self.welcomed:
@@ -162,10 +165,7 @@ class LedgerService:
             self._fail(error)
             return
         if request_id is not None:
-            if op == "run_started":
-                conn.send(reply)
-            else:
-                self._replies.append((conn, reply))
+            self._replies.append((conn, reply))
         if not self._commit_soon:
             self._commit_soon = True
             self.loop.call_soon(self._commit)
@@ -183,9 +183,11 @@ class LedgerService:
 
     def _fail(self, error: sqlite3.Error) -> None:
         """The file cannot be written: nothing more is answered, and the ledger stops."""
-        self.failure = f"the ledger file cannot be written: {error}"
+        fault = disk_fault(error)
+        self.failure = (fault_line("ledger", self.store.path, error, fault) if fault else
+                        f"stopping: the ledger file cannot be written: {error}")
         self._replies.clear()
-        self.on_fatal(self.failure)
+        self.on_fatal(self.failure, fault is not None)
 
     def _run_started(self, m: Message, at: float, names: frozenset[str]) -> None:
         self.store.run_started(_speaker(m, names), codec.text(m, "attempt"),
@@ -257,8 +259,9 @@ def token_file(db: Path) -> Path:
 async def serve_ledger(db: Path, host: str, port: int, services: Mapping[str, Service],
                        stop: asyncio.Event, announce: Callable[[str], None] | None = None,
                        token: Path | None = None) -> int:
-    """Serve the ledger until `stop` is set; 0 on a clean stop, 1 when its file could not be
-    written. Its clients present the token
+    """Serve the ledger until `stop` is set; 0 on a clean stop, `DISK_FAULT_EXIT` on a disk
+    fault under its file (`atmostonce.runtime.disk_faults`), 1 when it could not be written
+    otherwise. Its clients present the token
     in `token` (default: beside the file, made when missing). The port is taken before the
     file is opened or made, so a start that cannot have it leaves nothing behind."""
     token = token or token_file(db)
@@ -275,11 +278,11 @@ async def serve_ledger(db: Path, host: str, port: int, services: Mapping[str, Se
         sock.close()
         store.close()
         raise
-    failures: list[str] = []
+    failures: list[bool] = []
 
-    def fatal(problem: str) -> None:
-        log.error("stopping: %s", problem)
-        failures.append(problem)
+    def fatal(problem: str, on_disk: bool) -> None:
+        log.error("%s", problem)
+        failures.append(on_disk)
         stop.set()
 
     service = LedgerService(store, secret, fatal)
@@ -299,4 +302,6 @@ async def serve_ledger(db: Path, host: str, port: int, services: Mapping[str, Se
             store.abandon()
         else:
             store.close()
-    return 1 if failures else 0
+    if not failures:
+        return 0
+    return DISK_FAULT_EXIT if any(failures) else 1
