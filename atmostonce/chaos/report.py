@@ -150,8 +150,12 @@ def _double_runs(result: ChaosResult) -> list[str]:
 def _lost(result: ChaosResult) -> list[str]:
     if not result.lost:
         return ["  lost records: none"]
-    return [f"  lost records: {len(result.lost)}",
-            *(f"    {lost.line()}" for lost in result.lost[:SHOWN])]
+    lines = [f"  lost records: {len(result.lost)} (acknowledged, then gone)"]
+    for lost in result.lost[:SHOWN]:
+        lines.append(f"    {lost.line()}")
+        lines.extend(f"      #{p} {describe(result.entries[p])}" for p in lost.positions
+                     if p < len(result.entries))
+    return lines
 
 
 def _violations(result: ChaosResult) -> list[str]:

@@ -132,7 +132,7 @@ def run_chaos(options: ChaosOptions, say: Say = lambda line: None, meter: Meter 
         raise
     entries, history = judged.entries, judged.history
     violations = judged.violations
-    lost = lost_records(got.obs, got.log)
+    lost = lost_records(got.obs, got.log, got.writes, got.runs, entries)
     errors = got.errors + got.faults.errors + got.obs.errors
     kept: Path | None = None
     if failures:
