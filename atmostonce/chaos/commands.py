@@ -54,7 +54,8 @@ def register(subparsers: Any) -> None:
         "then heal, let every call reach a record, reconcile, and check the history built "
         "from what the clients saw, the ledger, the server's journal and the faults with the "
         "simulator's checkers. Stops by itself after the duration plus a bounded drain and "
-        "cleans up every process and file it started. Exit 0 clean, 1 on a violation or a lost record, 2 on bad input.")
+        "cleans up every process and file it started. Exit 0 clean, 1 on a violation or a "
+        "lost record, 2 on bad input.")
     chaos.add_argument("--duration", type=arguments.positive, default=60.0, metavar="S",
                        help="seconds of faults and new sessions (default 60)")
     chaos.add_argument("--workers", type=arguments.whole, default=3, metavar="N",
