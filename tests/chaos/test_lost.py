@@ -40,13 +40,13 @@ def test_a_write_whose_run_start_the_ledger_lost_is_a_lost_acknowledgement() -> 
 
 def test_only_io_and_full_disk_errors_are_disk_faults() -> None:
     io = sqlite3.OperationalError("disk I/O error")
-    io.sqlite_errorcode = 1034  # type: ignore[attr-defined]
-    io.sqlite_errorname = "SQLITE_IOERR_FSYNC"  # type: ignore[attr-defined]
+    io.sqlite_errorcode = 1034
+    io.sqlite_errorname = "SQLITE_IOERR_FSYNC"
     full = sqlite3.OperationalError("database or disk is full")
-    full.sqlite_errorcode = 13  # type: ignore[attr-defined]
-    full.sqlite_errorname = "SQLITE_FULL"  # type: ignore[attr-defined]
+    full.sqlite_errorcode = 13
+    full.sqlite_errorname = "SQLITE_FULL"
     busy = sqlite3.OperationalError("database is locked")
-    busy.sqlite_errorcode = 5  # type: ignore[attr-defined]
+    busy.sqlite_errorcode = 5
     assert disk_fault(io) == "SQLITE_IOERR_FSYNC"
     assert disk_fault(full) == "SQLITE_FULL"
     assert disk_fault(busy) is None
