@@ -20,10 +20,12 @@ come up; `server_log()` lists the failure of every server process the run starte
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import sys
 import time
+from pathlib import Path
 
 from atmostonce.engines.adapter import (
     EngineSetup,
@@ -170,6 +172,7 @@ class ReferenceEngine(ProxiedWorkers[ProxiedWorker]):
         """Start the server on its journal, on the port it had once it had one (D-8); not
         again after its executor failed (`ExecutorFailure`)."""
         self._check_failure()
+        before = _digest(self.journal)
         self.server = self._spawn("serve", [
             "--journal", str(self.journal), "--host", self.setup.host, "--port", str(self.port),
             "--token-file", str(self.token_file),
@@ -179,8 +182,11 @@ class ReferenceEngine(ProxiedWorkers[ProxiedWorker]):
             self.server_command, self.setup.disk_faults)
         try:
             self.server.wait_ready(READY)
-        except SpecError:
+        except SpecError as error:
             self._check_failure()
+            if _digest(self.journal) != before:
+                raise SpecError(f"{error}; and the journal it refused was changed: a refused "
+                                "journal must be left as it was") from None
             raise
         self.port = int(self.server.info["port"])
 
@@ -318,6 +324,14 @@ class ReferenceEngine(ProxiedWorkers[ProxiedWorker]):
 def engine(setup: EngineSetup) -> ReferenceEngine:
     """The reference adapter's factory: `--engine atmostonce.engines.reference:engine`."""
     return ReferenceEngine(setup)
+
+
+def _digest(journal: Path) -> str:
+    """A digest of the bytes of the journal and its write-ahead log, as they are now."""
+    digest = hashlib.sha256()
+    for path in (journal, journal.with_name(journal.name + "-wal")):
+        digest.update(path.read_bytes() if path.exists() else b"-")
+    return digest.hexdigest()
 
 
 def swallows_disk_errors(setup: EngineSetup) -> ReferenceEngine:
