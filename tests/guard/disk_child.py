@@ -16,7 +16,7 @@ import os
 import sys
 from pathlib import Path
 
-from atmostonce.guard import Attempt, Guard, Statement, result_text
+from atmostonce.guard import Attempt, Guard, Statement, Waiting, result_text
 from atmostonce.runtime import fiu
 from atmostonce.runtime.fiu import DiskFault
 from atmostonce.spec.policy import EffectClass, ToolPolicy
@@ -39,7 +39,8 @@ async def main(journal: str, key: str, effect: str, effects: str, fault: str,
     except Exception as error:
         print(json.dumps({"error": f"{type(error).__name__}: {error}"}), flush=True)
         return
-    print(json.dumps({"result": result_text(result)}), flush=True)
+    text = "waiting" if isinstance(result, Waiting) else result_text(result)
+    print(json.dumps({"result": text}), flush=True)
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ def test_an_intent_the_disk_refuses_does_not_run_the_tool(
         capture_output=True, text=True, timeout=30 * patience(), check=False,
         cwd=Path(__file__).resolve().parent.parent.parent)
     lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-    assert lines and "error" in lines[-1], done.stdout + done.stderr
+    assert lines, done.stdout + done.stderr
+    assert "error" in lines[-1], done.stdout + done.stderr
     assert "OperationalError" in lines[-1]["error"]
     assert not effects.exists()
