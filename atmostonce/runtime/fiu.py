@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 import errno
+import os
 import shutil
 import subprocess
 from collections.abc import Sequence
@@ -68,13 +69,20 @@ def clear(pid: int, control: Path, fault: DiskFault) -> None:
     _ctrl(pid, control, [f"disable name={point}" for point in fault.points])
 
 
+def _unhooked() -> dict[str, str]:
+    """This process's environment without libfiu's preload and settings, for `fiu-ctrl`: a
+    process started under `fiu-run` passes them on to its children."""
+    return {name: value for name, value in os.environ.items()
+            if name != "LD_PRELOAD" and not name.startswith("FIU_")}
+
+
 def _ctrl(pid: int, control: Path, commands: list[str]) -> None:
     argv = [FIU_CTRL, "-f", str(control)]
     for command in commands:
         argv += ["-c", command]
     try:
         done = subprocess.run([*argv, str(pid)], capture_output=True, timeout=CTRL_TIMEOUT,
-                              check=False, text=True)
+                              check=False, text=True, env=_unhooked())
     except (OSError, subprocess.TimeoutExpired) as error:
         raise SpecError(f"fiu-ctrl could not reach process {pid}: {error}") from None
     said = (done.stdout + done.stderr).strip()

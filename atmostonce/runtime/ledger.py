@@ -45,7 +45,7 @@ from typing import Any
 
 from atmostonce.check.history.services import Service
 from atmostonce.runtime import codec
-from atmostonce.runtime.disk_faults import DISK_FAULT_EXIT, disk_fault, fault_line
+from atmostonce.runtime.disk_faults import disk_fault, fault_line, stop_now
 from atmostonce.runtime.ledger_store import LedgerStore
 from atmostonce.runtime.tokens import check_token, ensure_token, matches
 from atmostonce.runtime.tools import SERVICES
@@ -74,9 +74,7 @@ class LedgerService:
     changes nothing."""
 
     def __init__(self, store: LedgerStore, token: str,
-                 on_fatal: Callable[[str, bool], None]) -> None:
-        """`on_fatal` hears why the file cannot be written, and whether that is a disk
-        fault."""
+                 on_fatal: Callable[[str], None]) -> None:
         self.store = store
         self.token = token
         self.on_fatal = on_fatal
@@ -184,10 +182,11 @@ class LedgerService:
     def _fail(self, error: sqlite3.Error) -> None:
         """The file cannot be written: nothing more is answered, and the ledger stops."""
         fault = disk_fault(error)
-        self.failure = (fault_line("ledger", self.store.path, error, fault) if fault else
-                        f"stopping: the ledger file cannot be written: {error}")
+        if fault is not None:
+            stop_now(log, fault_line("ledger", self.store.path, error, fault))
+        self.failure = f"the ledger file cannot be written: {error}"
         self._replies.clear()
-        self.on_fatal(self.failure, fault is not None)
+        self.on_fatal(self.failure)
 
     def _run_started(self, m: Message, at: float, names: frozenset[str]) -> None:
         self.store.run_started(_speaker(m, names), codec.text(m, "attempt"),
@@ -259,11 +258,11 @@ def token_file(db: Path) -> Path:
 async def serve_ledger(db: Path, host: str, port: int, services: Mapping[str, Service],
                        stop: asyncio.Event, announce: Callable[[str], None] | None = None,
                        token: Path | None = None) -> int:
-    """Serve the ledger until `stop` is set; 0 on a clean stop, `DISK_FAULT_EXIT` on a disk
-    fault under its file (`atmostonce.runtime.disk_faults`), 1 when it could not be written
-    otherwise. Its clients present the token
-    in `token` (default: beside the file, made when missing). The port is taken before the
-    file is opened or made, so a start that cannot have it leaves nothing behind."""
+    """Serve the ledger until `stop` is set; 0 on a clean stop, 1 when its file could not be
+    written; a disk fault under it ends the process at once (`atmostonce.runtime.disk_faults`).
+    Its clients present the token in `token` (default: beside the file, made when missing).
+    The port is taken before the file is opened or made, so a start that cannot have it leaves
+    nothing behind."""
     token = token or token_file(db)
     sock = bind(host, port)
     try:
@@ -278,11 +277,11 @@ async def serve_ledger(db: Path, host: str, port: int, services: Mapping[str, Se
         sock.close()
         store.close()
         raise
-    failures: list[bool] = []
+    failures: list[str] = []
 
-    def fatal(problem: str, on_disk: bool) -> None:
-        log.error("%s", problem)
-        failures.append(on_disk)
+    def fatal(problem: str) -> None:
+        log.error("stopping: %s", problem)
+        failures.append(problem)
         stop.set()
 
     service = LedgerService(store, secret, fatal)
@@ -302,6 +301,4 @@ async def serve_ledger(db: Path, host: str, port: int, services: Mapping[str, Se
             store.abandon()
         else:
             store.close()
-    if not failures:
-        return 0
-    return DISK_FAULT_EXIT if any(failures) else 1
+    return 1 if failures else 0

@@ -21,7 +21,7 @@ from pathlib import Path
 from atmostonce.check.executors import guard
 from atmostonce.check.executors.guard import ProtocolBreach
 from atmostonce.executor import reference
-from atmostonce.runtime.disk_faults import DISK_FAULT_EXIT, disk_fault, fault_line
+from atmostonce.runtime.disk_faults import disk_fault, fault_line, stop_now
 from atmostonce.runtime.driver import ExecutorFailed, refused_input
 from atmostonce.runtime.durability import GroupCommit
 from atmostonce.runtime.journal import Entry, open_journal
@@ -50,9 +50,9 @@ async def serve(journal: Path, host: str, port: int, config: ExecutorConfig,
                 tokens: tuple[Path, Path] | None = None,
                 liveness_log: Path | None = None) -> int:
     """Take the port, recover from the journal, and serve until `stop` is set, running the
-    executor `factory` builds; 0 on a clean stop, `DISK_FAULT_EXIT` when the journal could not
-    be written (`atmostonce.runtime.disk_faults`), 1 when the executor failed (logged with its
-    traceback). SpecError for a bad journal, bad options
+    executor `factory` builds; 0 on a clean stop, 1 when the journal could not be written or
+    the executor failed (logged with its traceback); a disk fault under the journal ends the
+    process at once (`atmostonce.runtime.disk_faults`). SpecError for a bad journal, bad options
     or a port that cannot be had, which leaves the journal as it was (or absent). `tokens`
     names the deployment's and the approver's token files (default: beside the journal, each
     made when missing); `liveness_log`, a file to append each hello and heartbeat to
@@ -97,9 +97,8 @@ async def serve(journal: Path, host: str, port: int, config: ExecutorConfig,
     def fatal(error: BaseException) -> None:
         fault = disk_fault(error)
         if fault is not None:
-            log.error("%s", fault_line("journal", journal, error, fault))
-        else:
-            log.error("stopping: %s", error)
+            stop_now(log, fault_line("journal", journal, error, fault))
+        log.error("stopping: %s", error)
         failed.append(error)
         stop.set()
 
@@ -132,15 +131,7 @@ async def serve(journal: Path, host: str, port: int, config: ExecutorConfig,
         commit.close()
         if server.liveness is not None:
             server.liveness.close()
-    return exit_status(failed)
-
-
-def exit_status(failed: Sequence[BaseException]) -> int:
-    """0 after a clean stop, `DISK_FAULT_EXIT` when the journal could not be written, 1 when
-    the executor failed."""
-    if not failed:
-        return 0
-    return DISK_FAULT_EXIT if any(disk_fault(error) for error in failed) else 1
+    return 1 if failed else 0
 
 
 def token_files(journal: Path) -> tuple[Path, Path]:
