@@ -16,7 +16,8 @@ Four kinds, each at its own mean rate, at moments and on targets drawn from the 
   its writes with EIO or ENOSPC. A server that commits then must stop (exit status 4,
   `atmostonce.runtime.disk_faults`) and is started again from its journal, counted as a
   `disk-exit`; one that lives through the window is killed after it and started again from
-  its journal too, so that whatever it answered meanwhile must be there.
+  its journal too, so that whatever it answered meanwhile must be there. No worker is started
+  during a window: the server may stop at any moment then, and a worker start waits for it.
 
 Pauses and cuts last less than the lease, between the lease and the heartbeat timeout, or
 longer, so every side of D-12 is met. Targets are preferably workers running a tool right now
@@ -213,6 +214,8 @@ class Nemesis:
         """Stop injecting: undo every pause and cut, start the server if it is down and
         replace every worker that is gone."""
         self.settling = True
+        if self.disk_on is not None:
+            self._disk_over(self.disk_on[0])
         while self._todo:
             _, _, action = heapq.heappop(self._todo)
             action()
@@ -255,7 +258,7 @@ class Nemesis:
     def _replace(self) -> None:
         if self.owed <= 0:
             return
-        if self.server_down_since is not None:
+        if self.server_down_since is not None or self.disk_on is not None:
             self._later(0.1, self._replace)
             return
         self.owed -= 1
