@@ -6,6 +6,7 @@ failure of the executor under test with the server log's line and where the logs
 
 from __future__ import annotations
 
+from atmostonce.chaos.nemesis import NemesisKind
 from atmostonce.chaos.result import ChaosResult
 from atmostonce.check.history.entries import ReconcileRan, describe
 from atmostonce.sim.report import SOMETIMES, records_table, retries_line, unwitnessed
@@ -92,7 +93,9 @@ def chaos_text(result: ChaosResult) -> str:
         "asked again",
         f"  faults injected: {faults}; workers that stopped themselves when their lease ran "
         f"out (D-12): {own.get('exit', 0)}; server deaths not injected: "
-        f"{own.get('server-died', 0)}",
+        f"{own.get('server-died', 0)}"
+        + (f"; servers that stopped on a disk fault and were started again: "
+           f"{own.get('disk-exit', 0)}" if NemesisKind.DISK in o.nemesis else ""),
         *(f"  {note}" for note in result.notes),
         f"  reconcile: {rec['runs']} runs ({rec['crashed']} died after a send), "
         f"{rec['sends']} reports sent",

@@ -37,7 +37,9 @@ def test_a_server_whose_disk_fails_stops_and_loses_nothing_it_acknowledged() -> 
     result = run(7)
     clean(result)
     assert result.faults.counts().get("disk", 0) >= 2
-    assert result.faults.consequences().get("disk-exit", 0) >= 1, chaos_text(result)
+    exits = result.faults.consequences().get("disk-exit", 0)
+    assert exits >= 1, chaos_text(result)
+    assert f"stopped on a disk fault and were started again: {exits}" in chaos_text(result)
 
 
 @pytest.mark.parametrize("variant", ["swallows_disk_errors", "acks_before_commit"])
