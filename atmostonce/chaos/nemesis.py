@@ -236,6 +236,7 @@ class Nemesis:
             self.log.restarts.append(now())
             self.log.faults.append(Fault("server-died", at, None, detail="not the nemesis"))
             self.log.errors.append(f"the server died on its own at {at:.3f}")
+            self._close_window(at, "the server died during it, not of the fault")
             self._start_server("the server died on its own; started it again from its journal")
         for wid, ref in list(self.live.items()):
             if wid not in self.faulted and not self.engine.worker_alive(ref):
@@ -396,23 +397,27 @@ class Nemesis:
 
     def _disk_over(self, number: int) -> None:
         """End window `number` if it is still on: the fault is cleared and the server, which
-        lived through it, is killed and started again from its journal."""
-        if self.disk_on is None or self.disk_on[0] != number:
+        lived through it, is killed and started again from its journal. A server that is gone
+        by now is left to `supervise`, which ends the window with its exit."""
+        if self.disk_on is None or self.disk_on[0] != number or not self.engine.server_alive():
             return
-        _, fault, since = self.disk_on
+        fault = self.disk_on[1]
         engine = self.engine
         assert isinstance(engine, DiskFaults)
         engine.clear_disk_fault(fault)
-        self.disk_on = None
-        if not self.engine.server_alive():
-            return
+        self._close_window(now(), "the server lived through it; killed and started again from "
+                           "its journal")
         self.engine.kill_server()
         self.barrier()
         self.log.restarts.append(now())
-        self.log.faults.append(Fault("disk", since, now(), detail=f"{fault.value}: the server "
-                                     "lived through it; killed and started again from its "
-                                     "journal"))
         self._start_server(f"{fault.value} over: restarted the server from its journal")
+
+    def _close_window(self, at: float, how: str) -> None:
+        """Log the disk window that is on, if any, as ended at `at`, and `how`."""
+        if self.disk_on is not None:
+            _, fault, since = self.disk_on
+            self.disk_on = None
+            self.log.faults.append(Fault("disk", since, at, detail=f"{fault.value}: {how}"))
 
     def _disk_exit(self, at: float) -> None:
         """The server stopped on a disk fault, as it must: log it and start it again from its
@@ -421,11 +426,6 @@ class Nemesis:
         self.log.restarts.append(now())
         self.log.faults.append(Fault("disk-exit", at, None, detail="the server stopped on a "
                                      "disk fault"))
-        if self.disk_on is not None:
-            _, fault, since = self.disk_on
-            self.disk_on = None
-            self.log.faults.append(Fault("disk", since, at, detail=f"{fault.value}: the server "
-                                         "stopped on it"))
+        self._close_window(at, "the server stopped on it")
         self._start_server("the server stopped on a disk fault; started it again from its "
                            "journal")
-
