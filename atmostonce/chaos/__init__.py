@@ -7,8 +7,8 @@ One job per module: `workload` (what is asked), `agents` (the sessions, policy c
 watcher that ask it), `people` (who answers approvals), `reconcile` (the reconcile job),
 `observations` (what the clients saw), `nemesis` (the faults), `build` (one history out of it
 all), `lost` (acknowledgements seen and then lost), `options` (what a run is asked to do),
-`run` (one run, start to clean-up), `result` (what it found), `report` and `commands`. The engines it
-drives, through their adapter interface only, are in `atmostonce.engines`.
+`run` (one run, start to clean-up), `result` (what it found), `report` and `commands`. The
+engines it drives, through their adapter interface only, are in `atmostonce.engines`.
 
 Imports `engines.adapter` only of the engines (it loads an engine by name, never imports one),
 `runtime` (the effect ledger, processes, tokens, libfiu's disk faults), `sim` (the workload's
