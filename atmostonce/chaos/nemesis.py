@@ -1,6 +1,6 @@
 """The nemesis: seeded faults injected into a running engine, and the log of what it did.
 
-Four kinds, each at its own mean rate, at moments and on targets drawn from the seed:
+Five kinds, each at its own mean rate, at moments and on targets drawn from the seed:
 
 - `kill`: a worker process gets SIGKILL mid-whatever (its runs die with it); a fresh worker
   process replaces it a moment later (TC-REC-LOST, TC-AMO-2).
@@ -365,6 +365,7 @@ class Nemesis:
         at = now()
         self.engine.kill_server()
         self.injected[NemesisKind.RESTART] += 1
+        self._close_window(at, "the server was killed and restarted during it")
         self.barrier()
         boundary = now()
         self.log.restarts.append(boundary)
