@@ -22,7 +22,7 @@ from types import FrameType
 from typing import Any
 
 from atmostonce import arguments
-from atmostonce.chaos.nemesis import NemesisKind
+from atmostonce.chaos.nemesis import DEFAULT_KINDS, NemesisKind
 from atmostonce.check.executors.loading import DEFAULT_EXECUTOR, load_callable
 from atmostonce.engines.adapter import DEFAULT_ENGINE, CutMode
 from atmostonce.runtime.reconcile import (
@@ -40,7 +40,7 @@ EXIT_FAILED = 1
 SERVER_ENV = "ATMOSTONCE_SERVER"
 LEDGER_ENV = "ATMOSTONCE_LEDGER"
 TOKEN_ENV = "ATMOSTONCE_TOKEN_FILE"
-ALL_NEMESES = ",".join(k.value for k in NemesisKind)
+DEFAULT_NEMESES = ",".join(k.value for k in DEFAULT_KINDS)
 
 
 def register(subparsers: Any) -> None:
@@ -50,18 +50,21 @@ def register(subparsers: Any) -> None:
         description="Start the effect ledger and an engine (the reference runtime unless "
         "--engine names an adapter) on loopback, run agent sessions over its session API while "
         "a seeded nemesis kills workers (SIGKILL), pauses them (SIGSTOP/SIGCONT), cuts their "
-        "connections and restarts the server from its journal; then heal, let every call reach "
-        "a record, reconcile, and check the history built from what the clients saw, the "
-        "ledger, the server's journal and the faults with the simulator's checkers. Stops by "
-        "itself after the duration plus a bounded drain and cleans up every process and file "
-        "it started. Exit 0 clean, 1 on a violation or a lost record, 2 on bad input.")
+        "connections, restarts the server from its journal and, when asked, fails its disk; "
+        "then heal, let every call reach a record, reconcile, and check the history built "
+        "from what the clients saw, the ledger, the server's journal and the faults with the "
+        "simulator's checkers. Stops by itself after the duration plus a bounded drain and "
+        "cleans up every process and file it started. Exit 0 clean, 1 on a violation or a "
+        "lost record, 2 on bad input.")
     chaos.add_argument("--duration", type=arguments.positive, default=60.0, metavar="S",
                        help="seconds of faults and new sessions (default 60)")
     chaos.add_argument("--workers", type=arguments.whole, default=3, metavar="N",
                        help="worker processes (default 3)")
-    chaos.add_argument("--nemesis", default=ALL_NEMESES, metavar="KINDS",
-                       help=f"comma-separated fault kinds: {ALL_NEMESES}, or 'none' for a run "
-                       "without faults (default all)")
+    chaos.add_argument("--nemesis", default=DEFAULT_NEMESES, metavar="KINDS",
+                       help="comma-separated fault kinds: "
+                       f"{','.join(k.value for k in NemesisKind)}, or 'none' for a run without "
+                       f"faults (default {DEFAULT_NEMESES}; disk makes the server's fsyncs and "
+                       "writes fail for a while, with libfiu's fiu-run, on the reference engine)")
     chaos.add_argument("--cuts", default="hold,drop", metavar="MODES",
                        help="how a partition cuts a worker's connection: hold (traffic waits), "
                        "drop (connections reset), or both (default hold,drop)")

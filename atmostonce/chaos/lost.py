@@ -4,16 +4,22 @@ Every answer the session API gives comes after what it shows is durable, so none
 ever happen, whatever crashed (TC-REC-1): a record seen in an event or a snapshot must be in
 the final snapshot with the same status and error; an acknowledged ask must be there as a
 call; a user message the session accepted must be in its history (TC-RCN-TELL); an approval the
-server accepted must be in its log.
+server accepted must be in its log. The same holds for the effect ledger: a write on record
+whose run start is not is an acknowledged run start the ledger lost. Each lost thing carries
+the positions of its call's history entries, with the server restarts among them: the excerpt
+that shows what was acknowledged and where it went.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from atmostonce.chaos.observations import Observations
 from atmostonce.check.history import entries as h
 from atmostonce.engines.adapter import ServerLog
+from atmostonce.runtime.ledger_client import LedgerRun, Write
 from atmostonce.spec.keys import build_key
 from atmostonce.spec.session import MessageRole, ToolCallStatus
 
@@ -23,22 +29,27 @@ class LostRecord:
     """Something a client was shown at `at` that the end of the run contradicts."""
 
     kind: str
-    """record, ask, user_message or approval."""
+    """record, ask, user_message, approval or run_start."""
     key: str
     seen: str
     now: str
     at: float
+    positions: tuple[int, ...] = ()
+    """The history entries of the call (or session), with the server restarts among them."""
 
     def line(self) -> str:
         return f"{self.kind} {self.key}: seen {self.seen}, now {self.now}"
 
     def as_json(self) -> dict[str, object]:
         return {"kind": self.kind, "call": self.key, "seen": self.seen, "now": self.now,
-                "seen_at": round(self.at, 6)}
+                "seen_at": round(self.at, 6), "history": list(self.positions)}
 
 
-def lost_records(obs: Observations, log: ServerLog) -> list[LostRecord]:
-    """Everything seen and lost (see the module docstring), in the order it was seen."""
+def lost_records(obs: Observations, log: ServerLog, writes: Sequence[Write] = (),
+                 runs: Sequence[LedgerRun] = (), entries: Sequence[h.Entry] = ()
+                 ) -> list[LostRecord]:
+    """Everything seen and lost (see the module docstring), in the order it was seen, each with
+    its excerpt of `entries`."""
     final = {build_key(sid, v.turn_id, v.tool_call_id): v
              for sid, snapshot in obs.final.items() for v in snapshot.tool_calls}
     lost: list[LostRecord] = []
@@ -67,8 +78,29 @@ def lost_records(obs: Observations, log: ServerLog) -> list[LostRecord]:
             if answer.accepted and answer.key not in taken:
                 lost.append(LostRecord("approval", answer.key, "accepted",
                                        "not in the server's log", answer.replied or answer.sent))
+    started = {(r.worker, r.attempt) for r in runs}
+    for write in writes:
+        if (write.worker, write.attempt) not in started:
+            lost.append(LostRecord("run_start", write.key, f"a write of {write.attempt} at "
+                                   f"{write.worker}", "no run start on record", write.at))
     lost.sort(key=lambda item: item.at)
-    return lost
+    return [dataclasses.replace(item, positions=excerpt(entries, item.key)) for item in lost]
+
+
+EXCERPT = 16
+"""The most history entries a lost thing's excerpt shows (the latest ones)."""
+
+
+def excerpt(entries: Sequence[h.Entry], key: str) -> tuple[int, ...]:
+    """Positions of the entries about `key` (a call's key, or a session id), and of the server
+    restarts between the first and the last of them."""
+    mine = [i for i, e in enumerate(entries)
+            if getattr(e, "key", None) == key or getattr(e, "session_id", None) == key]
+    if not mine:
+        return ()
+    restarts = [i for i in range(mine[0], mine[-1] + 1)
+                if isinstance(entries[i], h.ServerRestarted)]
+    return tuple(sorted({*mine, *restarts}))[-EXCERPT:]
 
 
 def _first_records(obs: Observations) -> dict[str, tuple[ToolCallStatus, str, float]]:

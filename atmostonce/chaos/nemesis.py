@@ -1,6 +1,6 @@
 """The nemesis: seeded faults injected into a running engine, and the log of what it did.
 
-Four kinds, each at its own mean rate, at moments and on targets drawn from the seed:
+Five kinds, each at its own mean rate, at moments and on targets drawn from the seed:
 
 - `kill`: a worker process gets SIGKILL mid-whatever (its runs die with it); a fresh worker
   process replaces it a moment later (TC-REC-LOST, TC-AMO-2).
@@ -11,6 +11,13 @@ Four kinds, each at its own mean rate, at moments and on targets drawn from the 
   then healed (D-12).
 - `restart`: the server gets SIGKILL and is started again from its journal (D-8); some
   restarts wait until a call waits for approval.
+- `disk` (not in the default set; it needs an engine with `DiskFaults`, such as the reference
+  one under libfiu): for a window the server's disk fails: fsync and fdatasync with EIO, or
+  its writes with EIO or ENOSPC. A server that commits then must stop (exit status 4,
+  `atmostonce.runtime.disk_faults`) and is started again from its journal, counted as a
+  `disk-exit`; one that lives through the window is killed after it and started again from
+  its journal too, so that whatever it answered meanwhile must be there. No worker is started
+  during a window: the server may stop at any moment then, and a worker start waits for it.
 
 Pauses and cuts last less than the lease, between the lease and the heartbeat timeout, or
 longer, so every side of D-12 is met. Targets are preferably workers running a tool right now
@@ -31,7 +38,8 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from atmostonce.engines.adapter import CutMode, Engine, WorkerRef
+from atmostonce.engines.adapter import CutMode, DiskFaults, Engine, WorkerRef
+from atmostonce.runtime.fiu import DiskFault
 from atmostonce.spec.errors import SpecError
 from atmostonce.spec.protocol import ExecutorConfig
 
@@ -41,13 +49,19 @@ class NemesisKind(enum.Enum):
     PAUSE = "pause"
     PARTITION = "partition"
     RESTART = "restart"
+    DISK = "disk"
 
+
+DEFAULT_KINDS = (NemesisKind.KILL, NemesisKind.PAUSE, NemesisKind.PARTITION,
+                 NemesisKind.RESTART)
+"""The kinds a run injects unless told otherwise: those every engine's processes allow."""
 
 MEAN_GAP: dict[NemesisKind, float] = {
     NemesisKind.KILL: 3.0,
     NemesisKind.PAUSE: 4.0,
     NemesisKind.PARTITION: 4.0,
     NemesisKind.RESTART: 9.0,
+    NemesisKind.DISK: 6.0,
 }
 """Mean seconds between two faults of a kind, at pace 1; the first of each kind comes within
 its mean gap, so that even a short run meets every kind it asks for."""
@@ -59,9 +73,11 @@ WAITING_TRIES = 60
 BUSY_FIRST = 0.7
 """How likely a fault picks a worker that runs a tool, when one does."""
 PAUSE_MARGIN = 0.01
-CONSEQUENCES = ("exit", "server-died")
-"""Fault log kinds the nemesis did not inject but saw happen."""
 """Seconds a process may still run after SIGSTOP was sent."""
+CONSEQUENCES = ("exit", "server-died", "disk-exit")
+"""Fault log kinds the nemesis did not inject but saw happen."""
+DISK_WINDOW = (0.3, 2.0)
+"""Bounds in seconds of a disk fault's window."""
 
 
 def now() -> float:
@@ -75,7 +91,8 @@ class EngineFailed(Exception):
 @dataclass(frozen=True)
 class Fault:
     """One fault as it happened: `kind` is kill, pause, partition-hold, partition-drop,
-    restart, exit (a worker ended itself) or server-died; `end` is when it was undone."""
+    restart, disk, exit (a worker ended itself), disk-exit (the server stopped on a disk fault)
+    or server-died; `end` is when it was undone."""
 
     kind: str
     start: float
@@ -149,6 +166,9 @@ class Nemesis:
         self.injected: Counter[NemesisKind] = Counter()
         """Faults injected so far, by kind (a pause counts when it starts)."""
         self._order = itertools.count()
+        self.disk_on: tuple[int, DiskFault, float] | None = None
+        """The disk fault on now: its number, what it is, since when."""
+        self._windows = itertools.count(1)
 
     # -- the loop ------------------------------------------------------------------------------
 
@@ -194,6 +214,8 @@ class Nemesis:
         """Stop injecting: undo every pause and cut, start the server if it is down and
         replace every worker that is gone."""
         self.settling = True
+        if self.disk_on is not None:
+            self._disk_over(self.disk_on[0])
         while self._todo:
             _, _, action = heapq.heappop(self._todo)
             action()
@@ -207,10 +229,14 @@ class Nemesis:
         """Notice a server that died on its own and workers that ended themselves."""
         if self.server_down_since is None and not self.engine.server_alive():
             at = now()
+            if isinstance(self.engine, DiskFaults) and self.engine.died_of_disk_fault():
+                self._disk_exit(at)
+                return
             self.barrier()
             self.log.restarts.append(now())
             self.log.faults.append(Fault("server-died", at, None, detail="not the nemesis"))
             self.log.errors.append(f"the server died on its own at {at:.3f}")
+            self._close_window(at, "the server died during it, not of the fault")
             self._start_server("the server died on its own; started it again from its journal")
         for wid, ref in list(self.live.items()):
             if wid not in self.faulted and not self.engine.worker_alive(ref):
@@ -233,7 +259,7 @@ class Nemesis:
     def _replace(self) -> None:
         if self.owed <= 0:
             return
-        if self.server_down_since is not None:
+        if self.server_down_since is not None or self.disk_on is not None:
             self._later(0.1, self._replace)
             return
         self.owed -= 1
@@ -270,6 +296,9 @@ class Nemesis:
     # -- faults --------------------------------------------------------------------------------
 
     def _inject(self, kind: NemesisKind) -> None:
+        if kind is NemesisKind.DISK:
+            self._disk()
+            return
         if kind is NemesisKind.RESTART:
             if self.rng.random() < RESTART_WHILE_WAITING:
                 self._restart_while_waiting(WAITING_TRIES)
@@ -336,6 +365,7 @@ class Nemesis:
         at = now()
         self.engine.kill_server()
         self.injected[NemesisKind.RESTART] += 1
+        self._close_window(at, "the server was killed and restarted during it")
         self.barrier()
         boundary = now()
         self.log.restarts.append(boundary)
@@ -348,3 +378,55 @@ class Nemesis:
             self.server_down_since = None
 
         self._later(self.rng.uniform(0.0, 0.4), start)
+
+    def _disk(self) -> None:
+        """Make the server's disk fail for a window (see the module docstring)."""
+        engine = self.engine
+        if (self.settling or self.server_down_since is not None or self.disk_on is not None
+                or not isinstance(engine, DiskFaults)):
+            return
+        fault = self.rng.choice(tuple(DiskFault))
+        window = self.rng.uniform(*DISK_WINDOW)
+        try:
+            engine.disk_fault(fault)
+        except SpecError:
+            return
+        number = next(self._windows)
+        self.disk_on = (number, fault, now())
+        self.injected[NemesisKind.DISK] += 1
+        self._later(window, lambda: self._disk_over(number))
+
+    def _disk_over(self, number: int) -> None:
+        """End window `number` if it is still on: the fault is cleared and the server, which
+        lived through it, is killed and started again from its journal. A server that is gone
+        by now is left to `supervise`, which ends the window with its exit."""
+        if self.disk_on is None or self.disk_on[0] != number or not self.engine.server_alive():
+            return
+        fault = self.disk_on[1]
+        engine = self.engine
+        assert isinstance(engine, DiskFaults)
+        engine.clear_disk_fault(fault)
+        self._close_window(now(), "the server lived through it; killed and started again from "
+                           "its journal")
+        self.engine.kill_server()
+        self.barrier()
+        self.log.restarts.append(now())
+        self._start_server(f"{fault.value} over: restarted the server from its journal")
+
+    def _close_window(self, at: float, how: str) -> None:
+        """Log the disk window that is on, if any, as ended at `at`, and `how`."""
+        if self.disk_on is not None:
+            _, fault, since = self.disk_on
+            self.disk_on = None
+            self.log.faults.append(Fault("disk", since, at, detail=f"{fault.value}: {how}"))
+
+    def _disk_exit(self, at: float) -> None:
+        """The server stopped on a disk fault, as it must: log it and start it again from its
+        journal, on a disk that works."""
+        self.barrier()
+        self.log.restarts.append(now())
+        self.log.faults.append(Fault("disk-exit", at, None, detail="the server stopped on a "
+                                     "disk fault"))
+        self._close_window(at, "the server stopped on it")
+        self._start_server("the server stopped on a disk fault; started it again from its "
+                           "journal")

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from atmostonce.chaos.nemesis import NemesisKind
+from atmostonce.chaos.nemesis import DEFAULT_KINDS, NemesisKind
 from atmostonce.check.executors.loading import DEFAULT_EXECUTOR
 from atmostonce.engines.adapter import DEFAULT_ENGINE, CutMode
 from atmostonce.spec.errors import SpecError
@@ -33,7 +33,7 @@ MAX_MIN_FAULTS = 100
 class ChaosOptions:
     duration: float = 60.0
     workers: int = 3
-    nemesis: tuple[NemesisKind, ...] = tuple(NemesisKind)
+    nemesis: tuple[NemesisKind, ...] = DEFAULT_KINDS
     seed: int = 0
     fence: bool = False
     cancel_records_failed: bool = False

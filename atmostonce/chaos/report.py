@@ -6,6 +6,7 @@ failure of the executor under test with the server log's line and where the logs
 
 from __future__ import annotations
 
+from atmostonce.chaos.nemesis import NemesisKind
 from atmostonce.chaos.result import ChaosResult
 from atmostonce.check.history.entries import ReconcileRan, describe
 from atmostonce.sim.report import SOMETIMES, records_table, retries_line, unwitnessed
@@ -92,7 +93,9 @@ def chaos_text(result: ChaosResult) -> str:
         "asked again",
         f"  faults injected: {faults}; workers that stopped themselves when their lease ran "
         f"out (D-12): {own.get('exit', 0)}; server deaths not injected: "
-        f"{own.get('server-died', 0)}",
+        f"{own.get('server-died', 0)}"
+        + (f"; servers that stopped on a disk fault and were started again: "
+           f"{own.get('disk-exit', 0)}" if NemesisKind.DISK in o.nemesis else ""),
         *(f"  {note}" for note in result.notes),
         f"  reconcile: {rec['runs']} runs ({rec['crashed']} died after a send), "
         f"{rec['sends']} reports sent",
@@ -150,8 +153,12 @@ def _double_runs(result: ChaosResult) -> list[str]:
 def _lost(result: ChaosResult) -> list[str]:
     if not result.lost:
         return ["  lost records: none"]
-    return [f"  lost records: {len(result.lost)}",
-            *(f"    {lost.line()}" for lost in result.lost[:SHOWN])]
+    lines = [f"  lost records: {len(result.lost)} (acknowledged, then gone)"]
+    for lost in result.lost[:SHOWN]:
+        lines.append(f"    {lost.line()}")
+        lines.extend(f"      #{p} {describe(result.entries[p])}" for p in lost.positions
+                     if p < len(result.entries))
+    return lines
 
 
 def _violations(result: ChaosResult) -> list[str]:

@@ -15,17 +15,20 @@ from atmostonce.sim.report_page import HISTORY_MEANING, UNCOUNTED, plots
 
 def chaos_section(result: ChaosResult, check: Check, layer: str = "runtime") -> Section:
     from atmostonce.report.history_chart import violation_chart
-    from atmostonce.report.plots import timeline_chart
+    from atmostonce.report.plots import Band, timeline_chart
     from atmostonce.report.timeline import timeline
 
     totals = result.totals
     lanes, bars, bands = timeline(result.entries)
+    bands += [Band(f.start, f.end, "disk") for f in result.faults.faults
+              if f.kind == "disk" and f.end is not None]
     shown = (*plots(totals.records, totals.times, "seconds"),
              Chart("Timeline", timeline_chart(
                  lanes, bars, bands, f"seed {result.options.seed}, seconds since the start"),
                    "Each session's calls as bars from ask to record, coloured by record; each "
                    "worker's tool runs (from the effect ledger); faults shaded: crashes and "
-                   "cut connections on their worker, server restarts across the picture."))
+                   "cut connections on their worker, server restarts and windows of a failing "
+                   "disk across the picture."))
     counterexamples = []
     for v in result.violations[:3]:
         svg, caption = violation_chart(result.entries, v, f"{v.property} on {v.key or 'the run'}")

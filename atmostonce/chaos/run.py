@@ -21,6 +21,7 @@ temporary directory.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import shutil
 import tempfile
@@ -38,6 +39,7 @@ from atmostonce.chaos.options import ChaosOptions
 from atmostonce.chaos.result import ChaosResult
 from atmostonce.check.executors.loading import load_factory
 from atmostonce.engines.adapter import (
+    DiskFaults,
     Engine,
     EngineSetup,
     ExecutorFailure,
@@ -130,7 +132,7 @@ def run_chaos(options: ChaosOptions, say: Say = lambda line: None, meter: Meter 
         raise
     entries, history = judged.entries, judged.history
     violations = judged.violations
-    lost = lost_records(got.obs, got.log)
+    lost = lost_records(got.obs, got.log, got.writes, got.runs, entries)
     errors = got.errors + got.faults.errors + got.obs.errors
     kept: Path | None = None
     if failures:
@@ -173,9 +175,10 @@ def _run(options: ChaosOptions, factory: Callable[[EngineSetup], Engine], workdi
         port = int(ledger.info["port"])
         (workdir / "engine").mkdir(exist_ok=True)
         setup = EngineSetup(workdir / "engine", f"{LOOPBACK}:{port}", options.config,
-                            options.workers, options.executor, token_file=token_file)
+                            options.workers, options.executor, token_file=token_file,
+                            disk_faults=NemesisKind.DISK in options.nemesis)
         engine = built(factory, setup, options.engine)
-        got.limits = limits_of(engine)
+        got.limits = _with_disk(limits_of(engine), engine)
         _check_targets(got.limits)
         got.engine = engine.describe()
         try:
@@ -205,6 +208,15 @@ def _run(options: ChaosOptions, factory: Callable[[EngineSetup], Engine], workdi
             engine.close()
         if ledger is not None:
             ledger.stop()
+
+
+def _with_disk(limits: Limits, engine: Engine) -> Limits:
+    """`limits` with `disk` as no target when the engine cannot fail its disk."""
+    if isinstance(engine, DiskFaults) or NemesisKind.DISK.value in limits.no_target:
+        return limits
+    return dataclasses.replace(limits, no_target={
+        **limits.no_target, NemesisKind.DISK.value: "the engine cannot fail its server's disk "
+        "(its adapter has no DiskFaults methods)"})
 
 
 def _check_targets(limits: Limits) -> None:

@@ -79,6 +79,14 @@ An engine may also have a method `limits()` returning `Limits` (the harness read
   on waking. An engine without a lease says false, and a paused run then ends only when a
   witness says so.
 
+Disk faults
+-----------
+
+An engine may also have the methods of `DiskFaults`: with `EngineSetup.disk_faults` it starts
+its server so that a fault of the disk under it (a failing fsync, a failing or full write) can
+be turned on and off while it runs, and it says whether a server that is gone died of one. The
+nemesis's `disk` kind uses them; an engine without them is not a target of `disk`.
+
 Errors
 ------
 
@@ -105,6 +113,7 @@ from typing import Protocol, cast, runtime_checkable
 from atmostonce.check.executors.loading import load_callable
 from atmostonce.check.history import entries as h
 from atmostonce.runtime.client import AnswerReply, ServerUnavailable
+from atmostonce.runtime.fiu import DiskFault
 from atmostonce.runtime.wire import LOOPBACK
 from atmostonce.spec.errors import SpecError
 from atmostonce.spec.policy import EffectClass, ToolHints, ToolPolicy
@@ -149,6 +158,9 @@ class EngineSetup:
     """The effect ledger's token file (one line, mode 0600, `atmostonce.runtime.
     tokens`): what the engine's workers present to the ledger. The reference runtime's server
     takes the same token from its workers; None: the engine makes its own in `workdir`."""
+    disk_faults: bool = False
+    """Start the server so that disk faults can be injected into it (`--nemesis disk`); only
+    an engine that has `DiskFaults` can."""
 
 
 class ExecutorFailure(Exception):
@@ -193,6 +205,22 @@ class RunEndSeen:
     attempt: str
     ok: bool | None = None
     """Whether the tool returned (True) or reported a failure (False), when known."""
+
+
+@runtime_checkable
+class DiskFaults(Protocol):
+    """An engine whose server's disk can fail on command: the harness turns a fault on in the
+    latest server process, off again, and asks whether a server that is gone stopped because of
+    one (then it starts it again from its files, as the engine's operators would)."""
+
+    def disk_fault(self, fault: DiskFault) -> None:
+        """Turn `fault` on in the running server; SpecError when it cannot be reached."""
+
+    def clear_disk_fault(self, fault: DiskFault) -> None:
+        """Turn `fault` off again in the running server, if it still runs."""
+
+    def died_of_disk_fault(self) -> bool:
+        """Whether the latest server process is gone because its disk failed."""
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,8 @@ RECORD_COLOURS = {
 }
 LOG_FROM = 50
 """A histogram of more values than this has log-scaled counts, so rare slow records show."""
-FAULT_COLOURS = {"crash": "#c23b22", "cut": "#3b6fc2", "restart": "#8e44ad", "pause": "#d4ac0d"}
+FAULT_COLOURS = {"crash": "#c23b22", "cut": "#3b6fc2", "restart": "#8e44ad", "pause": "#d4ac0d",
+                 "disk": "#6e4b1f"}
 
 
 def _pyplot() -> Any:

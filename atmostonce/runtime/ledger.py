@@ -45,6 +45,7 @@ from typing import Any
 
 from atmostonce.check.history.services import Service
 from atmostonce.runtime import codec
+from atmostonce.runtime.disk_faults import disk_fault, fault_line, stop_now
 from atmostonce.runtime.ledger_store import LedgerStore
 from atmostonce.runtime.tokens import check_token, ensure_token, matches
 from atmostonce.runtime.tools import SERVICES
@@ -140,8 +141,8 @@ class LedgerService:
     def _on_message(self, conn: LineProtocol, message: Message) -> None:
         """Handle one request; its reply waits, with every other reply of the burst and in
         order, until what the burst changed is committed, so nobody is told of an effect the
-        ledger could still lose. A run's start is answered at once: the tool may start, and
-        any write it makes commits in the same transaction as the start or a later one."""
+        ledger could still lose. A run's start too waits for its commit: the tool starts on
+        that answer, so a ledger that dies before the commit loses no run that went ahead."""
         if self.failure is not None:
             return
         if conn not in self.welcomed:
@@ -162,10 +163,7 @@ class LedgerService:
             self._fail(error)
             return
         if request_id is not None:
-            if op == "run_started":
-                conn.send(reply)
-            else:
-                self._replies.append((conn, reply))
+            self._replies.append((conn, reply))
         if not self._commit_soon:
             self._commit_soon = True
             self.loop.call_soon(self._commit)
@@ -183,6 +181,9 @@ class LedgerService:
 
     def _fail(self, error: sqlite3.Error) -> None:
         """The file cannot be written: nothing more is answered, and the ledger stops."""
+        fault = disk_fault(error)
+        if fault is not None:
+            stop_now(log, fault_line("ledger", self.store.path, error, fault))
         self.failure = f"the ledger file cannot be written: {error}"
         self._replies.clear()
         self.on_fatal(self.failure)
@@ -258,9 +259,10 @@ async def serve_ledger(db: Path, host: str, port: int, services: Mapping[str, Se
                        stop: asyncio.Event, announce: Callable[[str], None] | None = None,
                        token: Path | None = None) -> int:
     """Serve the ledger until `stop` is set; 0 on a clean stop, 1 when its file could not be
-    written. Its clients present the token
-    in `token` (default: beside the file, made when missing). The port is taken before the
-    file is opened or made, so a start that cannot have it leaves nothing behind."""
+    written; a disk fault under it ends the process at once (`atmostonce.runtime.disk_faults`).
+    Its clients present the token in `token` (default: beside the file, made when missing).
+    The port is taken before the file is opened or made, so a start that cannot have it leaves
+    nothing behind."""
     token = token or token_file(db)
     sock = bind(host, port)
     try:

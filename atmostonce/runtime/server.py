@@ -21,6 +21,7 @@ from pathlib import Path
 from atmostonce.check.executors import guard
 from atmostonce.check.executors.guard import ProtocolBreach
 from atmostonce.executor import reference
+from atmostonce.runtime.disk_faults import disk_fault, fault_line, stop_now
 from atmostonce.runtime.driver import ExecutorFailed, refused_input
 from atmostonce.runtime.durability import GroupCommit
 from atmostonce.runtime.journal import Entry, open_journal
@@ -50,7 +51,8 @@ async def serve(journal: Path, host: str, port: int, config: ExecutorConfig,
                 liveness_log: Path | None = None) -> int:
     """Take the port, recover from the journal, and serve until `stop` is set, running the
     executor `factory` builds; 0 on a clean stop, 1 when the journal could not be written or
-    the executor failed (logged with its traceback). SpecError for a bad journal, bad options
+    the executor failed (logged with its traceback); a disk fault under the journal ends the
+    process at once (`atmostonce.runtime.disk_faults`). SpecError for a bad journal, bad options
     or a port that cannot be had, which leaves the journal as it was (or absent). `tokens`
     names the deployment's and the approver's token files (default: beside the journal, each
     made when missing); `liveness_log`, a file to append each hello and heartbeat to
@@ -93,6 +95,9 @@ async def serve(journal: Path, host: str, port: int, config: ExecutorConfig,
     failed: list[BaseException] = []
 
     def fatal(error: BaseException) -> None:
+        fault = disk_fault(error)
+        if fault is not None:
+            stop_now(log, fault_line("journal", journal, error, fault))
         log.error("stopping: %s", error)
         failed.append(error)
         stop.set()

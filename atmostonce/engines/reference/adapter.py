@@ -20,9 +20,12 @@ come up; `server_log()` lists the failure of every server process the run starte
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
+import sys
 import time
+from pathlib import Path
 
 from atmostonce.engines.adapter import (
     EngineSetup,
@@ -36,17 +39,21 @@ from atmostonce.engines.adapter import (
 from atmostonce.engines.proxied import ProxiedWorker, ProxiedWorkers
 from atmostonce.engines.proxy import UP, Pipe, Proxy
 from atmostonce.engines.reference.server_log import GoAheadSeen, JournalWatch, WireSeen, server_log
+from atmostonce.runtime import fiu
 from atmostonce.runtime.client import AsyncClient
+from atmostonce.runtime.disk_faults import DISK_FAULT_EXIT
+from atmostonce.runtime.fiu import DiskFault
 from atmostonce.runtime.journal import read_journal
 from atmostonce.runtime.liveness_log import read_liveness
 from atmostonce.runtime.options import config_argv
-from atmostonce.runtime.processes import Managed, spawn, stop_all
+from atmostonce.runtime.processes import MODULE, Managed, spawn, start, stop_all
 from atmostonce.runtime.tokens import ensure_token
 from atmostonce.runtime.wire import READY_PREFIX
 from atmostonce.spec.errors import SpecError
 from atmostonce.spec.properties import PropertyId
 
 READY = 20.0
+DISK_MUTANTS = "atmostonce.engines.reference.disk_mutants"
 """Seconds a process may take to serve."""
 GRACE = 3.0
 """Seconds a process may take to stop after SIGTERM before it gets SIGKILL."""
@@ -111,6 +118,12 @@ class ReferenceEngine(ProxiedWorkers[ProxiedWorker]):
         ensure_token(self.token_file)
         self.approver_token = ensure_token(self.approver_token_file)
         self.port = 0
+        self.server_command: tuple[str, ...] = ()
+        """The command that runs the server's role, when not the runtime's own."""
+        self.fiu_control = setup.workdir / "fiu"
+        """Where libfiu's control fifos of a server started for disk faults go."""
+        if setup.disk_faults and (why := fiu.missing()) is not None:
+            raise SpecError(why)
         self.server: Managed | None = None
         self.started: list[Managed] = []
         self._count = 0
@@ -138,9 +151,18 @@ class ReferenceEngine(ProxiedWorkers[ProxiedWorker]):
         for worker in launched:
             self._ready(worker)
 
-    def _spawn(self, role: str, args: list[str]) -> Managed:
+    def _spawn(self, role: str, args: list[str], command: tuple[str, ...] = (),
+               disk_faults: bool = False) -> Managed:
+        """Start `atmostonce.runtime ROLE ARGS` (or `COMMAND ROLE ARGS`); with `disk_faults`,
+        under libfiu."""
         self._logs += 1
-        process = spawn(role, args, self.setup.workdir / f"{self._logs:03d}-{role}.log")
+        log = self.setup.workdir / f"{self._logs:03d}-{role}.log"
+        if not command and not disk_faults:
+            process = spawn(role, args, log)
+        else:
+            argv = [*(command or (sys.executable, "-m", MODULE)), role, *args]
+            process = start(role, fiu.under_fiu(argv, self.fiu_control) if disk_faults else argv,
+                            log)
         self.started.append(process)
         return process
 
@@ -150,16 +172,21 @@ class ReferenceEngine(ProxiedWorkers[ProxiedWorker]):
         """Start the server on its journal, on the port it had once it had one (D-8); not
         again after its executor failed (`ExecutorFailure`)."""
         self._check_failure()
+        before = _digest(self.journal)
         self.server = self._spawn("serve", [
             "--journal", str(self.journal), "--host", self.setup.host, "--port", str(self.port),
             "--token-file", str(self.token_file),
             "--approver-token-file", str(self.approver_token_file),
             "--liveness-log", str(self.liveness),
-            "--executor", self.setup.executor, *config_argv(self.setup.config)])
+            "--executor", self.setup.executor, *config_argv(self.setup.config)],
+            self.server_command, self.setup.disk_faults)
         try:
             self.server.wait_ready(READY)
-        except SpecError:
+        except SpecError as error:
             self._check_failure()
+            if _digest(self.journal) != before:
+                raise SpecError(f"{error}; and the journal it refused was changed: a refused "
+                                "journal must be left as it was") from None
             raise
         self.port = int(self.server.info["port"])
 
@@ -182,6 +209,22 @@ class ReferenceEngine(ProxiedWorkers[ProxiedWorker]):
             failure = executor_failure(self.server)
             if failure is not None:
                 raise failure
+
+    def disk_fault(self, fault: DiskFault) -> None:
+        if self.server is None or not self.server.alive:
+            raise SpecError("the server is not running")
+        fiu.inject(self.server.pid, self.fiu_control, fault)
+
+    def clear_disk_fault(self, fault: DiskFault) -> None:
+        if self.server is not None and self.server.alive:
+            try:
+                fiu.clear(self.server.pid, self.fiu_control, fault)
+            except SpecError:
+                if self.server.alive:
+                    raise
+
+    def died_of_disk_fault(self) -> bool:
+        return self.server is not None and self.server.returncode == DISK_FAULT_EXIT
 
     # -- workers -------------------------------------------------------------------------------
 
@@ -281,3 +324,29 @@ class ReferenceEngine(ProxiedWorkers[ProxiedWorker]):
 def engine(setup: EngineSetup) -> ReferenceEngine:
     """The reference adapter's factory: `--engine atmostonce.engines.reference:engine`."""
     return ReferenceEngine(setup)
+
+
+def _digest(journal: Path) -> str:
+    """A digest of the bytes of the journal and its write-ahead log, as they are now."""
+    digest = hashlib.sha256()
+    for path in (journal, journal.with_name(journal.name + "-wal")):
+        digest.update(path.read_bytes() if path.exists() else b"-")
+    return digest.hexdigest()
+
+
+def swallows_disk_errors(setup: EngineSetup) -> ReferenceEngine:
+    """A positive control of the `disk` nemesis: a server that passes over a failed commit and
+    keeps serving (`atmostonce.engines.reference.disk_mutants`)."""
+    return _mutant(setup, "swallow")
+
+
+def acks_before_commit(setup: EngineSetup) -> ReferenceEngine:
+    """A positive control of the `disk` nemesis: a server that answers before its commit."""
+    return _mutant(setup, "ack-first")
+
+
+def _mutant(setup: EngineSetup, variant: str) -> ReferenceEngine:
+    built = ReferenceEngine(setup)
+    built.server_command = (sys.executable, "-m", DISK_MUTANTS, variant)
+    return built
+

@@ -1,0 +1,56 @@
+"""Disk faults under the reference runtime's server (libfiu): the correct server stops on each
+one it meets and is started again from its journal with nothing acknowledged lost, and each
+positive control (a server that passes over a failed commit, one that answers before its
+commit) is caught with a lost acknowledgement and its history excerpt."""
+
+from __future__ import annotations
+
+import pytest
+
+from atmostonce.chaos.nemesis import NemesisKind
+from atmostonce.chaos.options import ChaosOptions
+from atmostonce.chaos.report import chaos_text
+from atmostonce.chaos.result import ChaosResult
+from atmostonce.chaos.run import run_chaos
+from atmostonce.runtime import fiu
+from tests.chaos.test_nemeses import clean
+from tests.load import patience
+from tests.runtime.conftest import gone
+
+DURATION = 6.0
+PACE = 2.0
+DRAIN = 15.0
+"""Seconds a mutant's run waits for every call's record: it loses some for good."""
+
+pytestmark = pytest.mark.skipif(fiu.missing() is not None, reason=str(fiu.missing()))
+
+
+def run(seed: int, engine: str = "atmostonce.engines.reference:engine",
+        drain: float = 60.0) -> ChaosResult:
+    return run_chaos(ChaosOptions(duration=DURATION * patience(), nemesis=(NemesisKind.DISK,),
+                                  pace=PACE, seed=seed, min_faults=2, engine=engine,
+                                  workers=2, drain=drain))
+
+
+@pytest.mark.clause("D-5", "D-8", "TC-REC-1")
+def test_a_server_whose_disk_fails_stops_and_loses_nothing_it_acknowledged() -> None:
+    result = run(7)
+    clean(result)
+    assert result.faults.counts().get("disk", 0) >= 2
+    exits = result.faults.consequences().get("disk-exit", 0)
+    assert exits >= 1, chaos_text(result)
+    assert f"stopped on a disk fault and were started again: {exits}" in chaos_text(result)
+
+
+@pytest.mark.parametrize("variant", ["swallows_disk_errors", "acks_before_commit"])
+def test_a_server_that_acknowledges_what_is_not_durable_is_caught(variant: str) -> None:
+    result = run(1, f"atmostonce.engines.reference:{variant}", DRAIN)
+    assert not result.ok
+    assert result.lost, chaos_text(result)
+    first = result.lost[0]
+    assert first.positions, first.line()
+    text = chaos_text(result)
+    assert f"    {first.line()}" in text
+    assert any(line.startswith(f"      #{first.positions[0]} ") for line in text.splitlines())
+    assert result.kept is not None
+    assert all(gone(pid) for pid in result.pids)
