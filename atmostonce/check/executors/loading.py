@@ -95,7 +95,7 @@ def load_factory(path: str) -> ExecutorFactory:
         missing = [name for name in ("handle", "recover", "snapshot")
                    if not callable(getattr(built, name, None))]
         raise SpecError(
-            f"executor factory {path!r} returned {a_value_of(type(built).__name__)}, which does not "
-            f"satisfy atmostonce.spec.protocol.Executor (missing: {', '.join(missing)})"
+            f"executor factory {path!r} returned {a_value_of(type(built).__name__)}, which "
+            f"does not satisfy atmostonce.spec.protocol.Executor (missing: {', '.join(missing)})"
         )
     return cast(ExecutorFactory, target)
