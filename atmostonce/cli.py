@@ -60,6 +60,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
         require()
     unjudged: dict[str, str] = {}
     if args.engine is not None:
+        if args.quick:
+            raise SpecError("--quick bounds the layers that judge a sans-IO executor; give it "
+                            "with --executor, not --engine")
         if args.executor is not None:
             raise SpecError("give --executor or --engine, not both: an engine runs its own "
                             "executor")
@@ -75,7 +78,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
                             "engine (they need a sans-IO executor); give spec, model or runtime")
     else:
         subject = DEFAULT_EXECUTOR if args.executor is None else args.executor
-        checks = verify.plan(subject, load_factory(subject), layers, report, args.seed)
+        checks = verify.plan(subject, load_factory(subject), layers, report, args.seed,
+                             args.quick)
     with progress.board(args.json) as shown:
         results = verify.run(checks, shown)
     passed = all(r.ok for r in results)
@@ -89,9 +93,14 @@ def cmd_verify(args: argparse.Namespace) -> int:
             "verdict": "pass" if passed else "fail",
             "checks": [r.as_json() for r in results],
             "not_checkable": unjudged,
+            "skipped": verify.quick_skipped(layers) if args.quick else {},
         }, indent=2))
     else:
         print(f"atmostonce verify: {subject} against the Tool Calls specification")
+        if args.engine is None:
+            print("\n".join(verify.scope_lines(layers, args.quick)))
+        for line in verify.preamble(results):
+            print(line)
         for r in results:
             print(f"  [{'ok' if r.ok else 'FAIL':>4}] {r.layer:<6} {r.name}: {r.summary}")
             if r.coverage:
@@ -254,14 +263,22 @@ def build_parser() -> argparse.ArgumentParser:
 
     verify = sub.add_parser(
         "verify", help="run every verification layer and print a verdict",
-        description="Run every layer (the spec's clause coverage and CrossHair proofs, the "
-        "exhaustive model check at the default bound, conformance of the executor to the model "
-        "over every schedule within a depth, then deeper in the deep lockstep, a seeded "
-        "Hypothesis search of programs with three attempts, two calls a turn, restarts while a "
-        "call waits and heartbeats, its failures shrunk to a test one can paste) and print a "
-        "verdict; exit 0 only when everything "
-        "holds, 1 with the counterexample when the executor breaks the spec, 2 when the "
-        "executor path cannot be loaded.",
+        description="Run every layer and print a verdict; exit 0 only when everything holds, "
+        "1 with the counterexample when the executor breaks the spec, 2 when the executor path "
+        "cannot be loaded. The layers, the values --layers takes: "
+        "spec (judges the package: every clause has code and tests, CrossHair proves the "
+        "spec's contracts); "
+        "model (judges the package: the exhaustive model check at the default bound); "
+        "conformance (judges the executor: in lockstep with the model over every schedule "
+        "within a depth, then the probes, then the deep lockstep, a seeded Hypothesis search "
+        "of longer programs whose failures shrink to a test one can paste); "
+        "simulation (judges the executor: a seeded fault-simulation campaign in simulated "
+        "time); "
+        "runtime (judges the executor: a chaos run on real processes, workers killed with "
+        "SIGKILL, paused and cut off, the server restarted). "
+        "A failing schedule is printed with the command that replays it step by step "
+        "(`atmostonce replay --schedule`); the codes in the output are clause and decision "
+        "ids, which `atmostonce clauses ID` explains.",
     )
     verify.add_argument("--executor", metavar="MODULE:FACTORY",
                         help="the executor to check: a factory taking an ExecutorConfig and "
@@ -273,7 +290,13 @@ def build_parser() -> argparse.ArgumentParser:
                         "the spec and model layers and a chaos run on it; conformance and "
                         "simulation, which need a sans-IO executor, are listed as not checkable")
     verify.add_argument("--layers", metavar="LIST",
-                        help="comma-separated layers to run (default: all of them)")
+                        help="comma-separated layers to run, of spec, model, conformance, "
+                        "simulation, runtime (default: all of them)")
+    verify.add_argument("--quick", action="store_true",
+                        help="a bounded run to iterate on an executor in seconds: conformance "
+                        "at a small depth with the probes and a few dozen simulation seeds; "
+                        "it skips the layers that judge the package, the deep lockstep and "
+                        "the runtime chaos run, and says so")
     verify.add_argument("--seed", type=arguments.seed, default=0, metavar="N",
                         help="seed of the conformance layer's deep lockstep, a Hypothesis "
                         "search derandomized by it (default 0); a failure prints the command "
@@ -387,10 +410,12 @@ def build_parser() -> argparse.ArgumentParser:
     from atmostonce.runtime.commands import register as register_runtime
     from atmostonce.runtime.trace_command import extend_replay
     from atmostonce.sim.commands import register as register_simulation
+    from atmostonce.sim.schedule_command import extend_replay as extend_replay_schedule
 
     register_simulation(sub)
     register_runtime(sub)
     extend_replay(sub.choices["replay"])
+    extend_replay_schedule(sub.choices["replay"])
     register_chaos(sub)
     return parser
 
