@@ -30,6 +30,14 @@ def cmd_clauses(args: argparse.Namespace) -> int:
     from atmostonce.check.clauses import coverage
 
     rows = coverage.matrix()
+    if args.ids:
+        from atmostonce.check.clauses.lookup import property_lines, select
+
+        rows, properties = select(rows, args.ids)
+        for found in properties:
+            print("\n".join(property_lines(found)))
+        if not rows:
+            return EXIT_OK
     if args.json:
         print(json.dumps([row.as_json() for row in rows], indent=2))
         return EXIT_OK
@@ -43,7 +51,8 @@ def cmd_clauses(args: argparse.Namespace) -> int:
         print(f"{'':<{width}}  code:  {', '.join(row.code) or '(none)'}")
         print(f"{'':<{width}}  tests: {', '.join(row.tests) or '(none)'}")
     uncovered = sum(1 for row in rows if not row.code or not row.tests)
-    print(f"\n{len(rows)} clauses, {uncovered} without code or tests")
+    if not args.ids:
+        print(f"\n{len(rows)} clauses, {uncovered} without code or tests")
     return EXIT_OK
 
 
@@ -314,13 +323,18 @@ def build_parser() -> argparse.ArgumentParser:
         description="Every normative statement of the Tool Calls page, each open decision and "
         "each finding, with the code that implements it and the tests that pin it.",
     )
+    clauses.add_argument("ids", nargs="*", metavar="ID",
+                         help="print only these: the page's clause ids (TC-...), decision "
+                         "(D-N) and finding (F-N) ids, or property ids, as verify's output "
+                         "names them")
     clauses.add_argument("--json", action="store_true",
                          help="print a list of objects with id, anchor, summary, code, tests")
     clauses.set_defaults(func=cmd_clauses)
 
     prove = sub.add_parser(
         "prove", help="check the spec's contracts with CrossHair",
-        description="Run CrossHair (analysis kind PEP316, --report_all) over the spec's decision "
+        description="Run CrossHair (analysis kind PEP316, contracts written as pre: and post: "
+        "lines in the docstrings; --report_all) over the spec's decision "
         "functions; exit 0 only when every postcondition is confirmed over all paths.",
     )
     prove.add_argument("--per-condition-timeout", type=arguments.positive, default=20.0,

@@ -88,7 +88,8 @@ def check_proofs(meter: Meter = QUIET) -> CheckResult:
     return CheckResult(
         "spec", "CrossHair proofs", report.ok,
         f"{len(report.confirmed)}/{total} postconditions confirmed over all paths "
-        f"({report.seconds:.1f} s, analysis kind {proofs.ANALYSIS_KIND})",
+        f"({report.seconds:.1f} s, analysis kind {proofs.ANALYSIS_KIND}: pre- and "
+        "postconditions written in the docstrings)",
         details,
         {"confirmed": len(report.confirmed), "conditions": total, "seconds": report.seconds},
     )
@@ -136,7 +137,7 @@ once with the fence off under D-4's other choice (a cancelled single attempt rec
 
 
 def check_conformance(path: str, factory: ExecutorFactory, report: bool = False,
-                      meter: Meter = QUIET, depth: int = CONFORMANCE_DEPTH) -> CheckResult:
+                      meter: Meter = QUIET, depth: int | None = None) -> CheckResult:
     """The executor, driven in lockstep with the model through every transition within the
     depth (fence off and on, and under D-4's other choice, at once when `path` loads `factory`
     again), does only what the model allows and agrees with it on every observable, each time
@@ -150,6 +151,7 @@ def check_conformance(path: str, factory: ExecutorFactory, report: bool = False,
     from atmostonce.check.probes.table import PROBES, first_problems
     from atmostonce.model.check import DEFAULT
 
+    depth = CONFORMANCE_DEPTH if depth is None else depth
     details: list[str] = []
     schedules = steps = 0
     verdict = "0 disagreements"
@@ -281,12 +283,13 @@ SIMULATION_SEEDS = 300
 
 
 def check_simulation(path: str, factory: ExecutorFactory, report: bool = False,
-                     meter: Meter = QUIET, seeds: int = SIMULATION_SEEDS) -> CheckResult:
-    """A seeded fault-simulation campaign of `seeds` seeds: every history is checked against
-    every property."""
+                     meter: Meter = QUIET, seeds: int | None = None) -> CheckResult:
+    """A seeded fault-simulation campaign of `seeds` seeds (`SIMULATION_SEEDS` by default):
+    every history is checked against every property."""
     from atmostonce.sim.campaign import campaign, shown_on
     from atmostonce.sim.shapes import shapes_json, shapes_line
 
+    seeds = SIMULATION_SEEDS if seeds is None else seeds
     meter.update(0, total=seeds)
     result = campaign(range(seeds), "chaos", factory, path, shown_on(meter),
                       shrink_first=1)
@@ -503,6 +506,8 @@ def scope_lines(layers: tuple[str, ...], quick: bool) -> list[str]:
     if package:
         lines.append(f"judging the package itself, the same for every executor: "
                      f"{', '.join(package)}{' (--quick skips them)' if quick else ''}")
+    lines.append("ids such as TC-REC-2 (a clause of the page), D-4 (a decision the spec makes) "
+                 "or F-6 (a finding): `atmostonce clauses ID` prints what one means")
     if quick:
         lines.append(f"quick: conformance at depth {QUICK_DEPTH} (full: {CONFORMANCE_DEPTH}) "
                      f"with the probes, {QUICK_SEEDS} simulation seeds (full: "

@@ -95,7 +95,7 @@ def walk(config: ModelConfig, labels: list[Label]) -> None:
 
 def command(path: str, config: ModelConfig, steps: list[Label] | list[str]) -> str:
     """The command line that replays `steps` on the executor at `path` under `config`'s
-    choices (the fence, D-4's other choice)."""
+    choices (the fence, the choice of what a cancel records)."""
     line = f"atmostonce replay --schedule {shlex.quote(text(steps))} --executor {path}"
     if config.fence:
         line += " --fence"
