@@ -105,3 +105,16 @@ def test_schedule_options_out_of_place_are_bad_input(argv: list[str],
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     assert main(argv) == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_the_readme_explains_the_notation_and_its_example_reproduces(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    assert "https://docs.superdurable.io/agent-frameworks/tool-calls/" in readme
+    assert "A schedule is the model's steps in order" in readme
+    (line,) = [x for x in readme.splitlines() if x.startswith(REPLAY)]
+    argv = shlex.split(line.removeprefix(REPLAY))[1:]
+    assert main(argv) == 1
+    assert "verdict: DISAGREES: step 4 restart:" in capsys.readouterr().out
