@@ -118,3 +118,17 @@ def test_the_readme_explains_the_notation_and_its_example_reproduces(
     argv = shlex.split(line.removeprefix(REPLAY))[1:]
     assert main(argv) == 1
     assert "verdict: DISAGREES: step 4 restart:" in capsys.readouterr().out
+
+
+def test_the_json_replay_carries_each_step_and_the_verdict(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    schedule = "ask(2) -> approve(0) -> hand(0, 0) -> restart"
+    assert main(["replay", "--schedule", schedule, "--json", "--executor",
+                 "atmostonce.executor.mutants:retry_non_idempotent"]) == 1
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["verdict"] == "disagrees"
+    assert [s["verdict"] for s in shown["steps"]] == ["agree"] * 3 + ["DISAGREES"]
+    assert shown["schedule"] == schedule
+    assert "GoAhead(w0, s/turn-0/call-0#1)" in shown["steps"][2]["executor"]
