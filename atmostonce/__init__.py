@@ -135,4 +135,6 @@ if not TYPE_CHECKING:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_HOME})
+    """What the package offers, the names of `__all__`, not the helpers this module imports
+    for itself."""
+    return sorted(__all__)

@@ -30,6 +30,14 @@ def cmd_clauses(args: argparse.Namespace) -> int:
     from atmostonce.check.clauses import coverage
 
     rows = coverage.matrix()
+    if args.ids:
+        from atmostonce.check.clauses.lookup import property_lines, select
+
+        rows, properties = select(rows, args.ids)
+        for found in properties:
+            print("\n".join(property_lines(found)))
+        if not rows:
+            return EXIT_OK
     if args.json:
         print(json.dumps([row.as_json() for row in rows], indent=2))
         return EXIT_OK
@@ -43,7 +51,8 @@ def cmd_clauses(args: argparse.Namespace) -> int:
         print(f"{'':<{width}}  code:  {', '.join(row.code) or '(none)'}")
         print(f"{'':<{width}}  tests: {', '.join(row.tests) or '(none)'}")
     uncovered = sum(1 for row in rows if not row.code or not row.tests)
-    print(f"\n{len(rows)} clauses, {uncovered} without code or tests")
+    if not args.ids:
+        print(f"\n{len(rows)} clauses, {uncovered} without code or tests")
     return EXIT_OK
 
 
@@ -60,6 +69,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
         require()
     unjudged: dict[str, str] = {}
     if args.engine is not None:
+        if args.quick:
+            raise SpecError("--quick bounds the layers that judge a sans-IO executor; give it "
+                            "with --executor, not --engine")
         if args.executor is not None:
             raise SpecError("give --executor or --engine, not both: an engine runs its own "
                             "executor")
@@ -75,7 +87,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
                             "engine (they need a sans-IO executor); give spec, model or runtime")
     else:
         subject = DEFAULT_EXECUTOR if args.executor is None else args.executor
-        checks = verify.plan(subject, load_factory(subject), layers, report, args.seed)
+        checks = verify.plan(subject, load_factory(subject), layers, report, args.seed,
+                             args.quick)
     with progress.board(args.json) as shown:
         results = verify.run(checks, shown)
     passed = all(r.ok for r in results)
@@ -89,9 +102,14 @@ def cmd_verify(args: argparse.Namespace) -> int:
             "verdict": "pass" if passed else "fail",
             "checks": [r.as_json() for r in results],
             "not_checkable": unjudged,
+            "skipped": verify.quick_skipped(layers) if args.quick else {},
         }, indent=2))
     else:
         print(f"atmostonce verify: {subject} against the Tool Calls specification")
+        if args.engine is None:
+            print("\n".join(verify.scope_lines(layers, args.quick)))
+        for line in verify.preamble(results):
+            print(line)
         for r in results:
             print(f"  [{'ok' if r.ok else 'FAIL':>4}] {r.layer:<6} {r.name}: {r.summary}")
             if r.coverage:
@@ -254,14 +272,22 @@ def build_parser() -> argparse.ArgumentParser:
 
     verify = sub.add_parser(
         "verify", help="run every verification layer and print a verdict",
-        description="Run every layer (the spec's clause coverage and CrossHair proofs, the "
-        "exhaustive model check at the default bound, conformance of the executor to the model "
-        "over every schedule within a depth, then deeper in the deep lockstep, a seeded "
-        "Hypothesis search of programs with three attempts, two calls a turn, restarts while a "
-        "call waits and heartbeats, its failures shrunk to a test one can paste) and print a "
-        "verdict; exit 0 only when everything "
-        "holds, 1 with the counterexample when the executor breaks the spec, 2 when the "
-        "executor path cannot be loaded.",
+        description="Run every layer and print a verdict; exit 0 only when everything holds, "
+        "1 with the counterexample when the executor breaks the spec, 2 when the executor path "
+        "cannot be loaded. The layers, the values --layers takes: "
+        "spec (judges the package: every clause has code and tests, CrossHair proves the "
+        "spec's contracts); "
+        "model (judges the package: the exhaustive model check at the default bound); "
+        "conformance (judges the executor: in lockstep with the model over every schedule "
+        "within a depth, then the probes, then the deep lockstep, a seeded Hypothesis search "
+        "of longer programs whose failures shrink to a test one can paste); "
+        "simulation (judges the executor: a seeded fault-simulation campaign in simulated "
+        "time); "
+        "runtime (judges the executor: a chaos run on real processes, workers killed with "
+        "SIGKILL, paused and cut off, the server restarted). "
+        "A failing schedule is printed with the command that replays it step by step "
+        "(`atmostonce replay --schedule`); the codes in the output are clause and decision "
+        "ids, which `atmostonce clauses ID` explains.",
     )
     verify.add_argument("--executor", metavar="MODULE:FACTORY",
                         help="the executor to check: a factory taking an ExecutorConfig and "
@@ -273,7 +299,13 @@ def build_parser() -> argparse.ArgumentParser:
                         "the spec and model layers and a chaos run on it; conformance and "
                         "simulation, which need a sans-IO executor, are listed as not checkable")
     verify.add_argument("--layers", metavar="LIST",
-                        help="comma-separated layers to run (default: all of them)")
+                        help="comma-separated layers to run, of spec, model, conformance, "
+                        "simulation, runtime (default: all of them)")
+    verify.add_argument("--quick", action="store_true",
+                        help="a bounded run to iterate on an executor in seconds: conformance "
+                        "at a small depth with the probes and a few dozen simulation seeds; "
+                        "it skips the layers that judge the package, the deep lockstep and "
+                        "the runtime chaos run, and says so")
     verify.add_argument("--seed", type=arguments.seed, default=0, metavar="N",
                         help="seed of the conformance layer's deep lockstep, a Hypothesis "
                         "search derandomized by it (default 0); a failure prints the command "
@@ -291,13 +323,18 @@ def build_parser() -> argparse.ArgumentParser:
         description="Every normative statement of the Tool Calls page, each open decision and "
         "each finding, with the code that implements it and the tests that pin it.",
     )
+    clauses.add_argument("ids", nargs="*", metavar="ID",
+                         help="print only these: the page's clause ids (TC-...), decision "
+                         "(D-N) and finding (F-N) ids, or property ids, as verify's output "
+                         "names them")
     clauses.add_argument("--json", action="store_true",
                          help="print a list of objects with id, anchor, summary, code, tests")
     clauses.set_defaults(func=cmd_clauses)
 
     prove = sub.add_parser(
         "prove", help="check the spec's contracts with CrossHair",
-        description="Run CrossHair (analysis kind PEP316, --report_all) over the spec's decision "
+        description="Run CrossHair (analysis kind PEP316, contracts written as pre: and post: "
+        "lines in the docstrings; --report_all) over the spec's decision "
         "functions; exit 0 only when every postcondition is confirmed over all paths.",
     )
     prove.add_argument("--per-condition-timeout", type=arguments.positive, default=20.0,
@@ -387,10 +424,12 @@ def build_parser() -> argparse.ArgumentParser:
     from atmostonce.runtime.commands import register as register_runtime
     from atmostonce.runtime.trace_command import extend_replay
     from atmostonce.sim.commands import register as register_simulation
+    from atmostonce.sim.schedule_command import extend_replay as extend_replay_schedule
 
     register_simulation(sub)
     register_runtime(sub)
     extend_replay(sub.choices["replay"])
+    extend_replay_schedule(sub.choices["replay"])
     register_chaos(sub)
     return parser
 

@@ -88,7 +88,8 @@ def check_proofs(meter: Meter = QUIET) -> CheckResult:
     return CheckResult(
         "spec", "CrossHair proofs", report.ok,
         f"{len(report.confirmed)}/{total} postconditions confirmed over all paths "
-        f"({report.seconds:.1f} s, analysis kind {proofs.ANALYSIS_KIND})",
+        f"({report.seconds:.1f} s, analysis kind {proofs.ANALYSIS_KIND}: pre- and "
+        "postconditions written in the docstrings)",
         details,
         {"confirmed": len(report.confirmed), "conditions": total, "seconds": report.seconds},
     )
@@ -136,7 +137,7 @@ once with the fence off under D-4's other choice (a cancelled single attempt rec
 
 
 def check_conformance(path: str, factory: ExecutorFactory, report: bool = False,
-                      meter: Meter = QUIET) -> CheckResult:
+                      meter: Meter = QUIET, depth: int | None = None) -> CheckResult:
     """The executor, driven in lockstep with the model through every transition within the
     depth (fence off and on, and under D-4's other choice, at once when `path` loads `factory`
     again), does only what the model allows and agrees with it on every observable, each time
@@ -150,6 +151,7 @@ def check_conformance(path: str, factory: ExecutorFactory, report: bool = False,
     from atmostonce.check.probes.table import PROBES, first_problems
     from atmostonce.model.check import DEFAULT
 
+    depth = CONFORMANCE_DEPTH if depth is None else depth
     details: list[str] = []
     schedules = steps = 0
     verdict = "0 disagreements"
@@ -157,7 +159,7 @@ def check_conformance(path: str, factory: ExecutorFactory, report: bool = False,
     failing: list[tuple[ModelConfigT, str, list[str], str]] = []
     meter.update(0, note="fence off and on, and D-4's other choice")
     started = time.monotonic()
-    replays = replay_all(configs, path, factory, CONFORMANCE_DEPTH,
+    replays = replay_all(configs, path, factory, depth,
                          lambda done, total: meter.update(done, total=total))
     seconds = time.monotonic() - started
     for config, result in zip(configs, replays, strict=False):
@@ -169,12 +171,12 @@ def check_conformance(path: str, factory: ExecutorFactory, report: bool = False,
         for log, message in result.breaches[:1]:
             verdict = "THE EXECUTOR BROKE THE PROTOCOL"
             details.append(f"the executor broke the protocol ({fence}): {message}")
-            details.append(f"schedule so far: {_schedule(log)}")
+            details += _schedule_lines("schedule so far", config, path, log)
             failing.append((config, fence, log, message))
         for log, message in result.disagreements[:1]:
             verdict = "DISAGREES"
             details.append(f"{message} ({fence})")
-            details.append(f"schedule: {_schedule(log)}")
+            details += _schedule_lines("schedule", config, path, log)
             failing.append((config, fence, log, message))
         if details:
             break
@@ -188,13 +190,13 @@ def check_conformance(path: str, factory: ExecutorFactory, report: bool = False,
     checked = CheckResult(
         "conformance", "model-generated schedules", not details,
         f"{schedules:,} schedules (every transition), {steps:,} steps within depth "
-        f"{CONFORMANCE_DEPTH}{resolved} on {path}, {seconds:.1f} s; {verdict}",
+        f"{depth}{resolved} on {path}, {seconds:.1f} s; {verdict}",
         details,
-        {"schedules": schedules, "steps": steps, "depth": CONFORMANCE_DEPTH,
+        {"schedules": schedules, "steps": steps, "depth": depth,
          "seconds": seconds, "executor": path},
     )
     if report:
-        checked.section = _conformance_section(checked, configs, failing)
+        checked.section = _conformance_section(checked, configs, failing, depth)
     return checked
 
 
@@ -237,7 +239,8 @@ def check_deep_lockstep(path: str, seed: int, report: bool = False,
 
 
 def _conformance_section(checked: CheckResult, configs: tuple[ModelConfigT, ...],
-                         failing: list[tuple[ModelConfigT, str, list[str], str]]) -> Section:
+                         failing: list[tuple[ModelConfigT, str, list[str], str]],
+                         depth: int) -> Section:
     """The layer's part of the report: the edges of every replayed schedule when all of them
     ran, or else the first failing schedule as a sequence chart."""
     from atmostonce.check.lockstep.schedule_counts import schedule_edge_counts
@@ -248,14 +251,31 @@ def _conformance_section(checked: CheckResult, configs: tuple[ModelConfigT, ...]
                    for config, fence, log, message in failing)
     if failing:
         return conformance_section(checked.check(), None, charts)
-    counts = summed(*(schedule_edge_counts(c, CONFORMANCE_DEPTH) for c in configs))
+    counts = summed(*(schedule_edge_counts(c, depth) for c in configs))
     return conformance_section(checked.check(), counts)
 
 
-def _schedule(log: list[str]) -> str:
-    """A schedule's steps as verify prints them; none yet means the setup (policies, the
-    session, workers connecting) was under way."""
-    return " -> ".join(log) if log else "(setting up: policies, session, workers)"
+def _schedule_lines(what: str, config: ModelConfigT, path: str, log: list[str]) -> list[str]:
+    """A failing schedule as verify prints it (`preamble` explains the notation): the steps,
+    and the command that replays just them on the executor; no steps yet means the setup
+    (policies, the session, workers connecting) was under way."""
+    from atmostonce.check.lockstep import schedule_replay
+
+    if not log:
+        return [f"{what}: (setting up: policies, session, workers)"]
+    return [f"{what}: {schedule_replay.text(log)}",
+            f"replay step by step: {schedule_replay.command(path, config, log)}"]
+
+
+def preamble(results: list[CheckResult]) -> list[str]:
+    """The lines verify prints first: what the schedule notation means, when a check prints
+    a schedule."""
+    from atmostonce.check.lockstep import schedule_replay
+    from atmostonce.model.check import DEFAULT
+
+    if any(line.startswith("schedule") for r in results for line in r.details):
+        return schedule_replay.notation(DEFAULT)
+    return []
 
 
 SIMULATION_SEEDS = 300
@@ -263,13 +283,15 @@ SIMULATION_SEEDS = 300
 
 
 def check_simulation(path: str, factory: ExecutorFactory, report: bool = False,
-                     meter: Meter = QUIET) -> CheckResult:
-    """A seeded fault-simulation campaign: every history is checked against every property."""
+                     meter: Meter = QUIET, seeds: int | None = None) -> CheckResult:
+    """A seeded fault-simulation campaign of `seeds` seeds (`SIMULATION_SEEDS` by default):
+    every history is checked against every property."""
     from atmostonce.sim.campaign import campaign, shown_on
     from atmostonce.sim.shapes import shapes_json, shapes_line
 
-    meter.update(0, total=SIMULATION_SEEDS)
-    result = campaign(range(SIMULATION_SEEDS), "chaos", factory, path, shown_on(meter),
+    seeds = SIMULATION_SEEDS if seeds is None else seeds
+    meter.update(0, total=seeds)
+    result = campaign(range(seeds), "chaos", factory, path, shown_on(meter),
                       shrink_first=1)
     totals = result.totals
     details: list[str] = []
@@ -424,24 +446,82 @@ def _no_factory(config: ExecutorConfig) -> Executor:
 
 
 def plan(path: str, factory: ExecutorFactory, layers: tuple[str, ...] = LAYERS,
-         report: bool = False, seed: int = 0) -> list[Planned]:
+         report: bool = False, seed: int = 0, quick: bool = False) -> list[Planned]:
     """The checks of the chosen layers, in order; with `report`, each also builds its part of
-    the HTML page (`CheckResult.section`); `seed` derandomizes the deep lockstep."""
+    the HTML page (`CheckResult.section`); `seed` derandomizes the deep lockstep. `quick`
+    keeps only the bounded subset `QUICK_SKIPS` leaves, conformance at `QUICK_DEPTH` and
+    `QUICK_SEEDS` simulation seeds."""
+    depth, seeds = (QUICK_DEPTH, QUICK_SEEDS) if quick else (CONFORMANCE_DEPTH,
+                                                              SIMULATION_SEEDS)
     checks = [
         Planned("spec", "clause coverage", check_clause_coverage),
         Planned("spec", "CrossHair proofs", check_proofs),
         Planned("model", "exhaustive model check",
                 lambda meter: check_model(report, meter)),
         Planned("conformance", "conformance",
-                lambda meter: check_conformance(path, factory, report, meter)),
+                lambda meter: check_conformance(path, factory, report, meter, depth)),
         Planned("conformance", "deep lockstep",
                 lambda meter: check_deep_lockstep(path, seed, report, meter)),
         Planned("simulation", "fault simulation",
-                lambda meter: check_simulation(path, factory, report, meter)),
+                lambda meter: check_simulation(path, factory, report, meter, seeds)),
         Planned("runtime", "chaos on the real runtime",
                 lambda meter: check_chaos(path, factory, report, meter)),
     ]
-    return [planned for planned in checks if planned.layer in layers]
+    return [planned for planned in checks if planned.layer in layers
+            and not (quick and planned.name in QUICK_SKIPS)]
+
+
+QUICK_DEPTH = 6
+"""The conformance depth of `verify --quick`: every transition within six model steps (the
+full run goes to `CONFORMANCE_DEPTH`), then the probes."""
+QUICK_SEEDS = 40
+"""The simulation seeds of `verify --quick` (the full run: `SIMULATION_SEEDS`)."""
+QUICK_SKIPS = {
+    "clause coverage": "judges the package, not the executor",
+    "CrossHair proofs": "judges the package, not the executor",
+    "exhaustive model check": "judges the package, not the executor",
+    "deep lockstep": "Hypothesis programs beyond the exhaustive depth take minutes",
+    "chaos on the real runtime": "a run on real processes takes about a minute",
+}
+"""What `verify --quick` leaves out, by check, and why; it prints them."""
+
+JUDGES = {
+    "spec": "the package: every clause has code and tests, the spec's contracts are proved",
+    "model": "the package: the model keeps every property at the default bound",
+    "conformance": "the executor: it does what the model does on every schedule within a "
+                   "depth, passes the probes and the deep lockstep",
+    "simulation": "the executor: seeded fault campaigns in simulated time",
+    "runtime": "the executor: a chaos run with real processes, SIGKILL and restarts",
+}
+"""What each layer judges: the executor under test, or the package itself (the same for every
+executor); verify names it first and `verify --help` lists it."""
+
+
+def scope_lines(layers: tuple[str, ...], quick: bool) -> list[str]:
+    """The lines verify prints first for an executor: which chosen layers judge it and which
+    judge the package, and with `quick` what the bounded run leaves out."""
+    executor = [layer for layer in layers if JUDGES[layer].startswith("the executor")]
+    package = [layer for layer in layers if layer not in executor]
+    lines = [f"judging the executor: {', '.join(executor) or 'no layer chosen'}"]
+    if package:
+        lines.append(f"judging the package itself, the same for every executor: "
+                     f"{', '.join(package)}{' (--quick skips them)' if quick else ''}")
+    lines.append("ids such as TC-REC-2 (a clause of the page), D-4 (a decision the spec makes) "
+                 "or F-6 (a finding): `atmostonce clauses ID` prints what one means")
+    if quick:
+        lines.append(f"quick: conformance at depth {QUICK_DEPTH} (full: {CONFORMANCE_DEPTH}) "
+                     f"with the probes, {QUICK_SEEDS} simulation seeds (full: "
+                     f"{SIMULATION_SEEDS})")
+        lines += [f"  skipped {name}: {why}" for name, why in quick_skipped(layers).items()]
+    return lines
+
+
+def quick_skipped(layers: tuple[str, ...]) -> dict[str, str]:
+    """The checks of the chosen layers that `verify --quick` leaves out, each with its layer,
+    and why."""
+    layer_of = {planned.name: planned.layer for planned in plan("", _no_factory)}
+    return {f"{name} ({layer_of[name]})": why for name, why in QUICK_SKIPS.items()
+            if layer_of[name] in layers}
 
 
 def run(checks: list[Planned], shown: Board | None = None) -> list[CheckResult]:

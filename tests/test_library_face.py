@@ -35,6 +35,13 @@ def test_all_lists_exactly_the_lazy_names_and_the_version() -> None:
     assert len(atmostonce.__all__) == len(set(atmostonce.__all__))
 
 
+def test_dir_shows_the_exported_names_and_not_the_modules_own_imports() -> None:
+    shown = dir(atmostonce)
+    assert shown == sorted(atmostonce.__all__)
+    for helper in ("Any", "TYPE_CHECKING", "annotations", "importlib"):
+        assert helper not in shown
+
+
 def test_the_type_checking_imports_are_the_lazy_table() -> None:
     """What mypy sees (the `if TYPE_CHECKING:` imports) is what `__getattr__` imports."""
     tree = ast.parse(INIT.read_text())

@@ -115,7 +115,7 @@ from atmostonce.check.history import entries as h
 from atmostonce.runtime.client import AnswerReply, ServerUnavailable
 from atmostonce.runtime.fiu import DiskFault
 from atmostonce.runtime.wire import LOOPBACK
-from atmostonce.spec.errors import SpecError
+from atmostonce.spec.errors import SpecError, a_value_of
 from atmostonce.spec.policy import EffectClass, ToolHints, ToolPolicy
 from atmostonce.spec.properties import PROPERTIES
 from atmostonce.spec.protocol import ExecutorConfig
@@ -243,7 +243,7 @@ def limits_of(engine: object) -> Limits:
         return Limits()
     limits = method()
     if not isinstance(limits, Limits):
-        raise SpecError(f"the engine's limits() returned a {type(limits).__name__}, not "
+        raise SpecError(f"the engine's limits() returned {a_value_of(type(limits).__name__)}, not "
                         "atmostonce.engines.adapter.Limits")
     unknown = sorted(set(limits.not_checkable) - set(PROPERTIES))
     if unknown:
@@ -393,8 +393,9 @@ def built(factory: EngineFactory, setup: EngineSetup, path: str) -> Engine:
                         f"{error}") from None
     if not isinstance(engine, Engine):
         missing = [name for name in _METHODS if not callable(getattr(engine, name, None))]
-        raise SpecError(f"engine factory {path!r} returned a {type(engine).__name__}, which "
-                        f"is no atmostonce.engines.adapter.Engine (missing: {', '.join(missing)})")
+        raise SpecError(f"engine factory {path!r} returned {a_value_of(type(engine).__name__)}, "
+                        "which is no atmostonce.engines.adapter.Engine (missing: "
+                        f"{', '.join(missing)})")
     return engine
 
 

@@ -53,7 +53,8 @@ def extend_replay(replay: argparse.ArgumentParser) -> None:
 def cmd_replay_trace(args: argparse.Namespace) -> int:
     for flag, given in (("SEED", args.seed is not None), ("--profile", args.profile),
                         ("--scenario", args.scenario), ("--set", args.set),
-                        ("--faults", args.faults is not None)):
+                        ("--faults", args.faults is not None),
+                        ("--call", args.call is not None)):
         if given:
             raise SpecError(f"give --trace FILE or {flag}, not both: a trace carries its own "
                             "steps")

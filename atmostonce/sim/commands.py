@@ -80,6 +80,10 @@ def register(subparsers: Any) -> None:
     replay.add_argument("--faults", type=_indexes, metavar="I,J,...",
                         help="keep only these faults of the seed's schedule (by index; "
                         "'none' for none), as a shrunk failure prints them")
+    replay.add_argument("--call", metavar="KEY",
+                        help="print only the history entries of the call with this idempotency "
+                        "key (its asks, timers, hand-outs, runs and record), as a violation "
+                        "names it")
     replay.add_argument("--json", action="store_true", help="print one JSON object")
     replay.set_defaults(func=cmd_replay)
 
@@ -169,7 +173,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(replay_json(run), indent=2))
     else:
-        print(replay_text(run))
+        print(replay_text(run, args.call))
     return EXIT_OK if run.ok else EXIT_FAILED
 
 

@@ -4,11 +4,15 @@ it; and the same as JSON."""
 
 from __future__ import annotations
 
-from atmostonce.check.history.entries import describe
+from collections.abc import Sequence
+
+from atmostonce.check.history.call_story import keys_in, positions_of_call
+from atmostonce.check.history.entries import Entry, describe
 from atmostonce.sim.campaign import CampaignResult
 from atmostonce.sim.run import RunResult
 from atmostonce.sim.shapes import shapes_line
 from atmostonce.sim.stats import EFFECTS, RECORDS, Totals
+from atmostonce.spec.errors import SpecError
 from atmostonce.spec.properties import Kind, of_kind
 
 SOMETIMES = tuple(p.id for p in of_kind(Kind.SOMETIMES))
@@ -174,7 +178,20 @@ def replay_json(run: RunResult) -> dict[str, object]:
     }
 
 
-def replay_text(run: RunResult) -> str:
+def only_call(entries: Sequence[Entry], call: str, seed: int) -> list[int]:
+    """The positions of call `call`'s story; SpecError when the seed asks no such call."""
+    shown = positions_of_call(entries, call)
+    if not shown:
+        asked = keys_in(entries)
+        some = ", ".join(asked[:3]) + (", ..." if len(asked) > 3 else "")
+        raise SpecError(f"--call {call}: seed {seed} asks no call with that key (it asks "
+                        f"{len(asked)}: {some or 'none'})")
+    return shown
+
+
+def replay_text(run: RunResult, call: str | None = None) -> str:
+    """The replay of one seed: its workload and faults, its history, its verdict; with `call`
+    (a key), only the entries of that call's story (`atmostonce.check.history.call_story`)."""
     assert run.history is not None
     scn = run.scenario
     w = scn.workload
@@ -188,8 +205,12 @@ def replay_text(run: RunResult) -> str:
         "events:",
     ]
     marked = {p for v in run.violations for p in v.positions}
-    for i, entry in enumerate(run.history.entries):
-        lines.append(f"{'>>' if i in marked else '  '}{i:6d} {describe(entry)}")
+    shown = range(len(run.history.entries)) if call is None else \
+        only_call(run.history.entries, call, run.seed)
+    if call is not None:
+        lines[-1] = f"events of call {call} ({len(shown)} of {len(run.history.entries)}):"
+    for i in shown:
+        lines.append(f"{'>>' if i in marked else '  '}{i:6d} {describe(run.history.entries[i])}")
     if run.ok:
         lines.append(f"verdict: PASS ({run.stats.calls} calls, no violation)")
     else:

@@ -83,5 +83,5 @@ def cmd_replay(args: argparse.Namespace) -> int:
             raise SpecError(f"fault index {wrong[0]} is out of range: seed {args.seed} of "
                             f"{args.scenario} has {count} faults")
     run, _ = run_one(spec, args.seed, factory, args.executor, only, keep_history=True)
-    print(json.dumps(replay_json(run), indent=2) if args.json else replay_text(run))
+    print(json.dumps(replay_json(run), indent=2) if args.json else replay_text(run, args.call))
     return EXIT_OK if run.ok else EXIT_FAILED

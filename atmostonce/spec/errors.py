@@ -11,3 +11,9 @@ class SpecError(ValueError):
 
     def __init__(self, message: str) -> None:
         super().__init__(" ".join(message.split()))
+
+
+def a_value_of(type_name: str) -> str:
+    """`type_name` with its article, for messages that name what came back: "an object", "a
+    dict"."""
+    return f"{'an' if type_name[:1].lower() in 'aeiou' else 'a'} {type_name}"

@@ -145,9 +145,11 @@ class ToolCallFinished:
 
 def tool_result_text(outcome: Outcome, result: str = "") -> str:
     """The tool result the model reads for a finished call; every record reaches the model
-    and none of them fails the session (TC-REC-2)."""
+    and none of them fails the session (TC-REC-2). It opens with the record's name once: an
+    error that already does (a rejection's) is not prefixed again."""
     if outcome.record is Record.SUCCEEDED:
         return result
     if outcome.record is Record.OUTCOME_UNKNOWN:
         return f"{OUTCOME_UNKNOWN_TOOL_RESULT}: {outcome.error}"
-    return f"{outcome.record.value}: {outcome.error}"
+    opening = f"{outcome.record.value}: "
+    return outcome.error if outcome.error.startswith(opening) else opening + outcome.error

@@ -11,8 +11,10 @@ from atmostonce.spec.records import (
     AttemptEnd,
     Outcome,
     Record,
+    RejectReason,
     classify_attempts,
     record_of,
+    reject_text,
 )
 from atmostonce.spec.session import (
     MAY_STILL_BE_RUNNING_TOOL_RESULT,
@@ -38,6 +40,16 @@ def test_every_record_becomes_a_tool_result_the_model_reads(record: Record) -> N
     assert text
     assert (OUTCOME_UNKNOWN_TOOL_RESULT in text) == (record is Record.OUTCOME_UNKNOWN)
     assert ToolCallStatus.of_record(record).final
+
+
+@pytest.mark.clause("TC-REC-2", "TC-REC-REJ")
+@pytest.mark.parametrize("reason", list(RejectReason))
+def test_a_rejected_calls_tool_result_names_its_record_once(reason: RejectReason) -> None:
+    text = tool_result_text(Outcome(Record.REJECTED, reject_text(reason)))
+    assert text == reject_text(reason)
+    assert text.startswith("rejected: ")
+    assert "rejected: rejected:" not in text
+    assert tool_result_text(Outcome(Record.FAILED, "boom")) == "failed: boom"
 
 
 @pytest.mark.clause("TC-RCN-ONCE", "TC-RCN-KEY")

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable
 from typing import cast
 
-from atmostonce.spec.errors import SpecError
+from atmostonce.spec.errors import SpecError, a_value_of
 from atmostonce.spec.protocol import Executor, ExecutorConfig, ExecutorFactory
 
 DEFAULT_EXECUTOR = "atmostonce.executor:reference"
@@ -29,7 +29,8 @@ def load_callable(path: str, what: str, example: str,
     line, for a path that is malformed, cannot be imported or names nothing callable. `what`
     names it in errors (an executor, an engine, a check)."""
     if not isinstance(path, str) or not _PATH.match(path):
-        raise SpecError(f"malformed {what} path {path!r}: expected {shape}, such as {example}")
+        raise SpecError(f"malformed {what} path {path!r}: expected {shape}, such as {example}"
+                        f"{_dotted_hint(path, shape)}")
     module_name, _, attribute = path.partition(":")
     _search_current_directory()
     try:
@@ -47,6 +48,24 @@ def load_callable(path: str, what: str, example: str,
         raise SpecError(f"{what} {path!r} is not callable")
     found: Callable[..., object] = target
     return found
+
+
+def _dotted_hint(path: object, shape: str) -> str:
+    """For a file path (`examples/my_executor.py:factory`), the dotted form it likely means,
+    as the end of the error; nothing otherwise."""
+    if not isinstance(path, str):
+        return ""
+    file, colon, attribute = path.partition(":")
+    if not file.endswith(".py") and "/" not in file and os.sep not in file:
+        return ""
+    parts = [p for p in file.removesuffix(".py").replace(os.sep, "/").split("/") if p != "."]
+    if os.path.isabs(file):
+        parts, where = parts[-1:], os.path.dirname(file) or "/"
+    else:
+        where = "the directory that holds " + (f"{parts[0]}/" if len(parts) > 1 else file)
+    name = attribute if colon and attribute else shape.partition(":")[2]
+    return f"; that is a file path: write the dotted form {'.'.join(parts)}:{name}, run from " \
+        f"{where}"
 
 
 def _search_current_directory() -> None:
@@ -76,7 +95,7 @@ def load_factory(path: str) -> ExecutorFactory:
         missing = [name for name in ("handle", "recover", "snapshot")
                    if not callable(getattr(built, name, None))]
         raise SpecError(
-            f"executor factory {path!r} returned a {type(built).__name__}, which does not "
-            f"satisfy atmostonce.spec.protocol.Executor (missing: {', '.join(missing)})"
+            f"executor factory {path!r} returned {a_value_of(type(built).__name__)}, which "
+            f"does not satisfy atmostonce.spec.protocol.Executor (missing: {', '.join(missing)})"
         )
     return cast(ExecutorFactory, target)

@@ -14,6 +14,7 @@ import types
 import typing
 
 from atmostonce.spec import protocol as p
+from atmostonce.spec.errors import a_value_of
 from atmostonce.spec.session import AgentSnapshot
 
 COMMANDS: tuple[type[p.Command], ...] = tuple(
@@ -32,9 +33,7 @@ def quoted(value: object) -> str:
     """A value as a breach quotes it: its type with a short repr."""
     if value is None:
         return "None"
-    name = type(value).__name__
-    article = "an" if name[:1].lower() in "aeiou" else "a"
-    return f"{article} {name} ({_short.repr(value)})"
+    return f"{a_value_of(type(value).__name__)} ({_short.repr(value)})"
 
 
 @functools.cache
@@ -53,10 +52,6 @@ def _bare_name(hint: object) -> str:
     return str(getattr(hint, "__name__", hint))
 
 
-def _a(name: str) -> str:
-    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
-
-
 def _at(where: str, name: str) -> str:
     return f"{where}.{name}" if where else name
 
@@ -69,7 +64,7 @@ def problem(value: object, hint: object, where: str) -> str | None:
         return json_problem(value, where)
     if origin is tuple:
         if not isinstance(value, tuple):
-            return f"{where} is {quoted(value)}, not {_a(_bare_name(hint))}"
+            return f"{where} is {quoted(value)}, not {a_value_of(_bare_name(hint))}"
         item = typing.get_args(hint)[0]
         for i, element in enumerate(value):
             found = problem(element, item, f"{where}[{i}]")
@@ -89,7 +84,7 @@ def problem(value: object, hint: object, where: str) -> str | None:
     else:
         fits = isinstance(value, typing.cast(type, hint))
     if not fits:
-        return f"{where} is {quoted(value)}, not {_a(_bare_name(hint))}"
+        return f"{where} is {quoted(value)}, not {a_value_of(_bare_name(hint))}"
     if dataclasses.is_dataclass(hint):
         for name, field_hint in hints(typing.cast(type, hint)):
             found = problem(getattr(value, name), field_hint, _at(where, name))
@@ -137,7 +132,7 @@ def commands_problem(commands: object) -> str | None:
                     "protocol's commands")
         found = problem(command, type(command), "")
         if found is not None:
-            return f"returned {_a(type(command).__name__)} (item {i}) whose {found}"
+            return f"returned {a_value_of(type(command).__name__)} (item {i}) whose {found}"
     return None
 
 

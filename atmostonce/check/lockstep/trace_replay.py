@@ -201,7 +201,7 @@ class Replay:
         return "\n".join(lines)
 
 
-class _Recording(Lockstep):
+class RecordingLockstep(Lockstep):
     """The conformance lockstep, keeping the commands the executor returned in a step."""
 
     def __init__(self, config: ModelConfig, factory: p.ExecutorFactory) -> None:
@@ -252,9 +252,9 @@ def replay_core(trace: LoadedTrace, factory: p.ExecutorFactory, subject: str) ->
     """Replay `trace` on the executor `factory` makes, in lockstep with its model."""
     _, steps = plan(trace)
     replay = Replay("executor core", subject, trace)
-    lock: _Recording | None = None
+    lock: RecordingLockstep | None = None
     try:
-        lock = _Recording(trace.config, factory)
+        lock = RecordingLockstep(trace.config, factory)
     except (Disagreement, guard.ProtocolBreach) as error:
         replay.notes.append(f"the executor failed before the first step: {error}")
     for step in steps:

@@ -21,8 +21,9 @@ never disagree.
 
 A tool message reads as a record this way (`record_of`): `success` is succeeded; an error whose
 text opens with a record's name is that record (`failed: ...`, `rejected: ...`, the outcome
-unknown marker); LangChain's own rejection (`HumanInTheLoopMiddleware`) is rejected, its error
-the reason the app gave; any other error is failed, its whole text the error.
+unknown marker; a rejection's error is its whole text, which opens so already); LangChain's own
+rejection (`HumanInTheLoopMiddleware`) is rejected, its error the reason the app gave; any other
+error is failed, its whole text the error.
 """
 
 from __future__ import annotations
@@ -157,7 +158,8 @@ def record_of(status: str, text: str) -> tuple[ToolCallStatus, str]:
     for record in (Record.FAILED, Record.REJECTED):
         prefix = f"{record.value}: "
         if text.startswith(prefix):
-            return ToolCallStatus.of_record(record), text[len(prefix):]
+            rejection = record is Record.REJECTED
+            return ToolCallStatus.of_record(record), text if rejection else text[len(prefix):]
     if text.startswith(HITL_REJECTED):
         _, found, reason = text.partition(HITL_REASON)
         return ToolCallStatus.REJECTED, reason if found else text

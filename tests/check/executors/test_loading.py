@@ -25,6 +25,7 @@ def test_the_default_executor_loads_and_builds_executors() -> None:
     ("atmostonce.spec:__doc__", "is not callable"),
     ("atmostonce.spec.keys:build_key", "failed to build an executor"),
     ("builtins:repr", "does not satisfy atmostonce.spec.protocol.Executor"),
+    ("builtins:id", "returned an int, which does not satisfy"),
 ])
 def test_a_bad_executor_path_is_a_one_line_spec_error(path: str, says: str) -> None:
     with pytest.raises(SpecError) as caught:
@@ -32,3 +33,23 @@ def test_a_bad_executor_path_is_a_one_line_spec_error(path: str, says: str) -> N
     message = str(caught.value)
     assert says in message
     assert "\n" not in message
+
+
+@pytest.mark.parametrize(("path", "dotted"), [
+    ("examples/my_executor.py:factory", "examples.my_executor:factory"),
+    ("examples/my_executor.py", "examples.my_executor:factory"),
+    ("pkg/sub/mine.py:make", "pkg.sub.mine:make"),
+    ("/abs/dir/mine.py:make", "mine:make, run from /abs/dir"),
+])
+def test_a_file_path_is_refused_with_its_dotted_form(path: str, dotted: str) -> None:
+    with pytest.raises(SpecError) as caught:
+        load_factory(path)
+    message = str(caught.value)
+    assert f"write the dotted form {dotted}" in message
+    assert "\n" not in message
+
+
+def test_a_dotted_path_that_is_malformed_gets_no_file_hint() -> None:
+    with pytest.raises(SpecError) as caught:
+        load_factory("atmostonce.executor")
+    assert "dotted form" not in str(caught.value)
