@@ -49,6 +49,7 @@ def cmd_clauses(args: argparse.Namespace) -> int:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     from atmostonce import verify
+    from atmostonce.check.executors import pipe
     from atmostonce.check.executors.loading import DEFAULT_EXECUTOR, load_factory
 
     layers = verify.LAYERS if args.layers is None else \
@@ -60,7 +61,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         require()
     unjudged: dict[str, str] = {}
     if args.engine is not None:
-        if args.executor is not None:
+        if args.executor is not None or args.executor_cmd is not None:
             raise SpecError("give --executor or --engine, not both: an engine runs its own "
                             "executor")
         from atmostonce.engines.adapter import load_engine
@@ -73,6 +74,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
         if not checks:
             raise SpecError(f"--layers {','.join(layers)}: none of them applies to a black-box "
                             "engine (they need a sans-IO executor); give spec, model or runtime")
+    elif pipe.chosen(args, None):
+        subject = args.executor
+        checks = verify.plan(subject, pipe.from_environment, layers, report, args.seed)
+        subject = f"--executor-cmd {args.executor_cmd!r}"
     else:
         subject = DEFAULT_EXECUTOR if args.executor is None else args.executor
         checks = verify.plan(subject, load_factory(subject), layers, report, args.seed)
@@ -112,7 +117,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
 def _verify_command(args: argparse.Namespace) -> str:
     """The verify command line as the report shows it."""
     parts = ["atmostonce verify"]
-    for flag, value in (("--executor", args.executor), ("--engine", args.engine),
+    for flag, value in (("--executor", None if args.executor_cmd else args.executor),
+                        ("--executor-cmd", args.executor_cmd and repr(args.executor_cmd)),
+                        ("--engine", args.engine),
                         ("--layers", args.layers), ("--report", args.report),
                         ("--seed", args.seed or None)):
         if value is not None:
@@ -239,6 +246,8 @@ def cmd_diagrams(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from atmostonce.check.executors import pipe
+
     parser = arguments.Parser(
         prog="atmostonce",
         description="The tested specification of how a durable-execution engine runs an AI "
@@ -267,6 +276,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the executor to check: a factory taking an ExecutorConfig and "
                         "returning an atmostonce.spec.protocol.Executor (default: the "
                         "reference executor)")
+    pipe.add_arguments(verify)
     verify.add_argument("--engine", metavar="MODULE:FACTORY",
                         help="check a black-box engine instead, through its adapter (see "
                         "atmostonce.engines.adapter; e.g. atmostonce.engines.temporal:engine): "
