@@ -23,6 +23,8 @@ from pathlib import Path
 from atmostonce.spec.errors import SpecError
 from atmostonce.spec.protocol_json import PROTOCOL_VERSION
 
+_GUARDED = ("handle(", "recover(", "snapshot(")
+"""Requests whose failure the guard already quotes with the call (`Guarded`)."""
 SHOWN = 200
 """Characters of a request or a bad line a failure quotes."""
 
@@ -135,8 +137,9 @@ class Child:
         self._fail(problem)
 
     def _fail(self, problem: str) -> None:
-        self.failed = (f"the executor child ({shlex.join(self.argv)}) {problem}, "
-                       f"after {self._what}; its stderr is kept in {self.stderr}")
+        after = "" if self._what.startswith(_GUARDED) else f", after {self._what}"
+        self.failed = (f"the executor child ({shlex.join(self.argv)}) {problem}{after}; "
+                       f"its stderr is kept in {self.stderr}")
         self._stop(kill=True)
         raise ChildFailed(self.failed)
 

@@ -60,7 +60,8 @@ def child(argv: Sequence[str], timeout: float) -> Child:
 
 
 @atexit.register
-def _close_children() -> None:
+def close_children() -> None:
+    """End every child this process started (at exit, and when a caller is done with them)."""
     for key, running in list(_children.items()):
         if key[0] == os.getpid():
             running.close()
@@ -143,8 +144,9 @@ def settings() -> tuple[list[str], float]:
     """The command and timeout `--executor-cmd` put in the environment; SpecError when none."""
     command = os.environ.get(COMMAND_VARIABLE)
     if not command:
-        raise SpecError(f"{PATH} runs the command in {COMMAND_VARIABLE}, which is not set: "
-                        "give --executor-cmd")
+        raise SpecError(f"{PATH} runs the command --executor-cmd gave, from "
+                        f"{COMMAND_VARIABLE}, which is not set: give --executor-cmd CMD "
+                        "instead of this path")
     timeout = float(os.environ.get(TIMEOUT_VARIABLE, DEFAULT_TIMEOUT))
     return split(command), timeout
 
