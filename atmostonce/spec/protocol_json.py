@@ -235,7 +235,7 @@ def _encoder(hint: object) -> Encode:
         return lambda value: [item(v) for v in value] if type(value) in (tuple, list) \
             else _plain(value)
     if origin is types.UnionType:
-        inner = _encoder([a for a in typing.get_args(hint) if a is not type(None)][0])
+        inner = _encoder(next(a for a in typing.get_args(hint) if a is not type(None)))
         return lambda value: None if value is None else inner(value)
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
         return _enum_out
@@ -259,11 +259,13 @@ def _object_encoder(cls: type, tagged: bool) -> Encode:
 
 
 def encode_event(event: p.Event) -> object:
-    return _object_encoder(type(event), tagged=True)(event)
+    kind: type = type(event)
+    return _object_encoder(kind, tagged=True)(event)
 
 
 def encode_command(command: p.Command) -> object:
-    return _object_encoder(type(command), tagged=True)(command)
+    kind: type = type(command)
+    return _object_encoder(kind, tagged=True)(command)
 
 
 def encode_commands(commands: list[p.Command]) -> object:

@@ -10,6 +10,7 @@ command that cannot be started at all is bad input (SpecError).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -68,7 +69,8 @@ class Child:
             raise SpecError(f"--executor-cmd {shlex.join(self.argv)!r} cannot be started: "
                             f"{error.strerror or error}") from None
         os.close(handle)
-        assert self.process.stdin is not None and self.process.stdout is not None
+        assert self.process.stdin is not None
+        assert self.process.stdout is not None
         self._in = self.process.stdin.fileno()
         self._out = self.process.stdout.fileno()
         self._buffer = b""
@@ -113,7 +115,8 @@ class Child:
             self._fail(f"wrote a line that is not JSON: {_cut(line.decode(errors='replace'))!r}")
         if type(reply) is not dict:
             self._fail(f"wrote a line that is not a JSON object: {_cut(line.decode())!r}")
-        return reply
+        found: dict[str, object] = reply
+        return found
 
     def _line(self) -> bytes:
         deadline = time.monotonic() + self.timeout
@@ -150,10 +153,8 @@ class Child:
                 process.kill()
             else:
                 assert process.stdin is not None
-                try:
+                with contextlib.suppress(OSError):
                     process.stdin.close()
-                except OSError:
-                    pass
                 try:
                     process.wait(timeout=2)
                 except subprocess.TimeoutExpired:
@@ -161,10 +162,8 @@ class Child:
         process.wait()
         for stream in (process.stdin, process.stdout):
             if stream is not None:
-                try:
+                with contextlib.suppress(OSError):
                     stream.close()
-                except OSError:
-                    pass
 
     def close(self) -> None:
         """End the child by closing its input (killed after 2 s); its stderr file is removed

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import contextlib
 import os
 import weakref
 from collections.abc import Sequence
@@ -103,8 +104,9 @@ class PipeExecutor:
             raise SpecError(str(reply.get("message", "")))
         if op == "raised":
             where = reply.get("where")
+            at = f" (at {where})" if where else ""
             raise ExecutorRaised(f"{reply.get('error', 'an exception')}: "
-                                 f"{reply.get('message', '')}" + (f" (at {where})" if where else ""))
+                                 f"{reply.get('message', '')}{at}")
         shown = str(reply)
         self.child.fail(f"answered {what} with {shown[:200]!r}, not {expect!r}, 'refused' or "
                         "'raised'")
@@ -163,10 +165,8 @@ def use(command: str, timeout: float = DEFAULT_TIMEOUT) -> str:
     argv = split(command)
     os.environ[COMMAND_VARIABLE] = command
     os.environ[TIMEOUT_VARIABLE] = repr(timeout)
-    try:
+    with contextlib.suppress(ChildFailed):
         child(argv, timeout)
-    except ChildFailed:
-        pass
     return PATH
 
 

@@ -42,7 +42,8 @@ def served(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
 def test_schedules_over_the_pipe_agree_as_in_process(served: str) -> None:
     inside = replay_schedules(DEFAULT, reference, 5)
     piped = replay_schedules(DEFAULT, pipe.from_environment, 5)
-    assert inside.ok and piped.ok
+    assert inside.ok
+    assert piped.ok
     assert (piped.schedules, piped.steps) == (inside.schedules, inside.steps)
     assert piped.schedules > 100
 
@@ -54,7 +55,8 @@ def test_the_probes_pass_over_the_pipe(served: str) -> None:
 def test_a_simulation_campaign_over_the_pipe_is_the_same_as_in_process(served: str) -> None:
     inside = campaign(range(6), "chaos", reference)
     piped = campaign(range(6), "chaos", pipe.from_environment, served)
-    assert inside.ok and piped.ok
+    assert inside.ok
+    assert piped.ok
     assert piped.totals.calls == inside.totals.calls > 0
     assert piped.totals.double_runs == inside.totals.double_runs
 
@@ -74,7 +76,8 @@ def test_verify_counts_the_same_schedules_steps_and_seeds_over_the_pipe(
                                                 "calls") if k in check}
                         for check in out["checks"]])
     assert figures[0] == figures[1]
-    assert figures[0][0]["schedules"] > 0 and figures[0][2]["seeds"] == 4
+    assert figures[0][0]["schedules"] > 0
+    assert figures[0][2]["seeds"] == 4
 
 
 def _verify(command: str, *more: str) -> subprocess.CompletedProcess[str]:
@@ -123,7 +126,8 @@ def test_a_command_that_cannot_start_is_bad_input(command: str, says: str) -> No
     done = _verify(command)
     assert done.returncode == 2
     assert done.stdout == ""
-    assert done.stderr.count("\n") == 1 and says in done.stderr, done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert says in done.stderr
 
 
 def test_executor_and_executor_cmd_together_is_bad_input() -> None:
