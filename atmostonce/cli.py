@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -75,14 +76,15 @@ def cmd_verify(args: argparse.Namespace) -> int:
             raise SpecError(f"--layers {','.join(layers)}: none of them applies to a black-box "
                             "engine (they need a sans-IO executor); give spec, model or runtime")
     elif pipe.chosen(args, None):
-        subject = args.executor
-        checks = verify.plan(subject, pipe.from_environment, layers, report, args.seed)
-        subject = f"--executor-cmd {args.executor_cmd!r}"
+        checks = verify.plan(args.executor, pipe.from_environment, layers, report, args.seed)
+        subject = f"--executor-cmd {shlex.quote(args.executor_cmd)}"
     else:
         subject = DEFAULT_EXECUTOR if args.executor is None else args.executor
         checks = verify.plan(subject, load_factory(subject), layers, report, args.seed)
     with progress.board(args.json) as shown:
         results = verify.run(checks, shown)
+    for r in results:
+        r.summary, r.details = pipe.shown(r.summary), [pipe.shown(d) for d in r.details]
     passed = all(r.ok for r in results)
     if args.report is not None:
         from atmostonce.report.page import write
@@ -118,7 +120,7 @@ def _verify_command(args: argparse.Namespace) -> str:
     """The verify command line as the report shows it."""
     parts = ["atmostonce verify"]
     for flag, value in (("--executor", None if args.executor_cmd else args.executor),
-                        ("--executor-cmd", args.executor_cmd and repr(args.executor_cmd)),
+                        ("--executor-cmd", args.executor_cmd and shlex.quote(args.executor_cmd)),
                         ("--engine", args.engine),
                         ("--layers", args.layers), ("--report", args.report),
                         ("--seed", args.seed or None)):

@@ -24,6 +24,7 @@ import argparse
 import atexit
 import contextlib
 import os
+import shlex
 import weakref
 from collections.abc import Sequence
 
@@ -201,3 +202,15 @@ def chosen(args: argparse.Namespace, default: str | None) -> bool:
         raise SpecError("give --executor or --executor-cmd, not both")
     args.executor = use(args.executor_cmd, args.executor_timeout)
     return True
+
+
+def shown(text: str) -> str:
+    """`text` with an `--executor` naming the path of the `--executor-cmd` executor written as
+    the `--executor-cmd` that gave it, so a replay command printed can be run, and a summary's
+    "on PATH" as the command; the path in a test to paste stays (it runs where
+    `ATMOSTONCE_EXECUTOR_CMD` is set)."""
+    command = os.environ.get(COMMAND_VARIABLE)
+    if not command or PATH not in text:
+        return text
+    given = f"--executor-cmd {shlex.quote(command)}"
+    return text.replace(f"--executor {PATH}", given).replace(f"on {PATH}", f"on {given}")

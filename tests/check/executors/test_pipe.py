@@ -104,6 +104,8 @@ def test_a_misbehaving_child_is_the_executors_finding(how: str, says: str) -> No
     lines = done.stdout.splitlines()
     assert sum(line.startswith("  [FAIL] conformance") for line in lines) == 2, done.stdout
     assert says in done.stdout
+    assert lines[0].startswith("atmostonce verify: --executor-cmd ")
+    assert f"--executor {pipe.PATH}" not in done.stdout, "a replay command must be runnable"
     kept = re.search(r"its stderr is kept in (\S+\.stderr)", done.stdout)
     if how == "raise":
         assert kept is None, "an exception the executor reports is no failure of its child"
