@@ -28,6 +28,7 @@ import shlex
 import weakref
 from collections.abc import Sequence
 
+from atmostonce import arguments
 from atmostonce.check.executors.child import Child, ChildFailed, split
 from atmostonce.spec import protocol as p
 from atmostonce.spec import protocol_json as wire
@@ -177,20 +178,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="check an executor in any language instead: a command that speaks "
                         "the pipe protocol on stdin and stdout (docs/executor-protocol.md), "
                         "such as \"node examples/executor-js/main.js\"")
-    parser.add_argument("--executor-timeout", type=_timeout, default=DEFAULT_TIMEOUT,
+    parser.add_argument("--executor-timeout", type=arguments.positive, default=DEFAULT_TIMEOUT,
                         metavar="S", help="seconds to wait for each reply of the "
                         f"--executor-cmd child before it counts as hung (default "
                         f"{DEFAULT_TIMEOUT:g})")
-
-
-def _timeout(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a finite number of seconds > 0, got {text!r}")
-    return value
 
 
 def chosen(args: argparse.Namespace, default: str | None) -> bool:
