@@ -116,35 +116,42 @@ class Server:
             self.instances.pop(instance, None)
 
 
-def serve(factory: p.ExecutorFactory, read: IO[str], write: IO[str]) -> None:
+def serve(factory: p.ExecutorFactory, read: IO[bytes], write: IO[bytes]) -> None:
     """Answer the handshake, then every request, until `read` ends; SpecError for a line that
     is not the protocol."""
     first = read.readline()
     if not first:
         return
-    hello = json.loads(first)
-    if not isinstance(hello, dict) or hello.get("op") != "hello":
+    hello = _parse(first)
+    if hello.get("op") != "hello":
         raise SpecError(f"the first line should be the hello, got {first.strip()[:80]!r}")
     if hello.get("protocol") != wire.PROTOCOL_VERSION:
-        write.write(json.dumps({"op": "refuse", "reason": f"this server speaks protocol "
-                                f"{wire.PROTOCOL_VERSION}, not {hello.get('protocol')!r}"}) + "\n")
-        write.flush()
+        _say(write, {"op": "refuse", "reason": f"this server speaks protocol "
+                     f"{wire.PROTOCOL_VERSION}, not {hello.get('protocol')!r}"})
         return
-    write.write(json.dumps({"op": "hello", "protocol": wire.PROTOCOL_VERSION,
-                            "executor": "atmostonce.executor.stdio"}) + "\n")
-    write.flush()
+    _say(write, {"op": "hello", "protocol": wire.PROTOCOL_VERSION,
+                 "executor": "atmostonce.executor.stdio"})
     server = Server(factory)
     for line in read:
-        try:
-            message = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise SpecError(f"a line that is not JSON: {error}") from None
-        if type(message) is not dict:
-            raise SpecError(f"a line that is not a JSON object: {line.strip()[:80]!r}")
-        reply = server.answer(message)
+        reply = server.answer(_parse(line))
         if reply is not None:
-            write.write(json.dumps(reply, separators=(",", ":")) + "\n")
-            write.flush()
+            _say(write, reply)
+
+
+def _parse(line: bytes) -> Message:
+    try:
+        message = json.loads(line)
+    except ValueError as error:
+        raise SpecError(f"a line that is not JSON ({error}): {line.strip()[:80]!r}") from None
+    if type(message) is not dict:
+        raise SpecError(f"a line that is not a JSON object: {line.strip()[:80]!r}")
+    found: Message = message
+    return found
+
+
+def _say(write: IO[bytes], message: Message) -> None:
+    write.write(json.dumps(message, separators=(",", ":")).encode() + b"\n")
+    write.flush()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -152,7 +159,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if len(args) != 1:
             raise SpecError("usage: python -m atmostonce.executor.stdio module:factory")
-        serve(load(args[0]), sys.stdin, sys.stdout)
+        serve(load(args[0]), sys.stdin.buffer, sys.stdout.buffer)
     except SpecError as error:
         print(f"atmostonce.executor.stdio: error: {error}", file=sys.stderr, flush=True)
         return 2
