@@ -8,7 +8,8 @@ with its configuration; a restart is a fresh instance fed the journal, as in pro
 
 One child serves every instance of a harness process, one at a time: starting a process per
 executor would cost more than the hundred thousand schedules conformance replays take in
-process. A child that fails is killed and the next executor built starts a new one.
+process. A child that fails is killed, and every executor built after it in that process
+fails with the same finding.
 
 The command comes from the environment (`ATMOSTONCE_EXECUTOR_CMD`, set by `--executor-cmd`),
 so `from_environment`, named by a `module:factory` path like any other executor, is built the
@@ -51,10 +52,13 @@ _children: dict[tuple[int, tuple[str, ...], float], Child] = {}
 
 
 def child(argv: Sequence[str], timeout: float) -> Child:
-    """The running child of this process for `argv`, started and greeted when there is none
-    (or the last one failed)."""
+    """The running child of this process for `argv`, started and greeted when there is none.
+    Once one has failed no other is started: every later executor fails with its finding, so
+    a hung child costs one timeout, not one per seed."""
     key = (os.getpid(), tuple(argv), timeout)
     found = _children.get(key)
+    if found is not None and found.failed is not None:
+        raise ChildFailed(found.failed)
     if found is None or not found.alive():
         found = Child(argv, timeout)
         _children[key] = found

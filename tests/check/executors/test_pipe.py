@@ -6,6 +6,7 @@ the harness; a command that cannot start is bad input."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import subprocess
@@ -80,11 +81,13 @@ def test_verify_counts_the_same_schedules_steps_and_seeds_over_the_pipe(
     assert figures[0][2]["seeds"] == 4
 
 
-def _verify(command: str, *more: str) -> subprocess.CompletedProcess[str]:
+def _verify(command: str, *more: str, layers: str = "conformance",
+            tmp: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "TMPDIR": str(tmp)} if tmp is not None else None
     return subprocess.run(
-        [sys.executable, "-m", "atmostonce", "verify", "--layers", "conformance",
+        [sys.executable, "-m", "atmostonce", "verify", "--layers", layers,
          "--executor-cmd", command, *more],
-        capture_output=True, text=True, timeout=240, cwd=ROOT)
+        capture_output=True, text=True, timeout=240, cwd=ROOT, env=env)
 
 
 @pytest.mark.parametrize(("how", "says"), [
@@ -96,9 +99,10 @@ def _verify(command: str, *more: str) -> subprocess.CompletedProcess[str]:
     ("raise", "raised ExecutorRaised: KeyError: 'calls' (at x.py:1)"),
     ("refuse-hello", "refused the handshake: this child speaks protocol 99"),
 ])
-def test_a_misbehaving_child_is_the_executors_finding(how: str, says: str) -> None:
+def test_a_misbehaving_child_is_the_executors_finding(how: str, says: str,
+                                                      tmp_path: Path) -> None:
     command = f"{shlex.quote(sys.executable)} {CHILDREN / 'behaves.py'} {how}"
-    done = _verify(command, "--executor-timeout", "1")
+    done = _verify(command, "--executor-timeout", "1", tmp=tmp_path)
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stdout + done.stderr
     lines = done.stdout.splitlines()
@@ -113,10 +117,21 @@ def test_a_misbehaving_child_is_the_executors_finding(how: str, says: str) -> No
     assert kept is not None, done.stdout
     stderr = Path(kept.group(1))
     assert stderr.exists()
+    assert stderr.parent == tmp_path
     if how == "exit":
         assert "the child gives up here" in stderr.read_text()
-    for found in re.findall(r"its stderr is kept in (\S+\.stderr)", done.stdout):
-        Path(found).unlink(missing_ok=True)
+
+
+def test_a_hung_child_costs_one_timeout_and_every_layer_still_runs(tmp_path: Path) -> None:
+    """Waiting for a hung child again for each of the 300 seeds would take 300 timeouts, far
+    past the run's own timeout."""
+    command = f"{shlex.quote(sys.executable)} {CHILDREN / 'behaves.py'} hang"
+    done = _verify(command, "--executor-timeout", "2", layers="conformance,simulation",
+                   tmp=tmp_path)
+    assert done.returncode == 1, done.stderr
+    lines = done.stdout.splitlines()
+    assert sum(line.startswith("  [FAIL] ") for line in lines) == 3, done.stdout
+    assert "300 failing seeds" in done.stdout
 
 
 @pytest.mark.parametrize(("command", "says"), [
