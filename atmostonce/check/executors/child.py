@@ -4,7 +4,7 @@ answer (`docs/executor-protocol.md`).
 
 Whatever goes wrong with the child (it exits, stays silent past the timeout, writes a line that
 is not the protocol's, answers out of turn) is a `ChildFailed` naming the request, what happened
-and the file that keeps the child's stderr; the child is killed and never asked again. Only a
+and the file its stderr is copied to; the child is killed and never asked again. Only a
 command that cannot be started at all is bad input (SpecError).
 """
 
@@ -58,17 +58,15 @@ class Child:
     def __init__(self, argv: Sequence[str], timeout: float) -> None:
         self.argv = list(argv)
         self.timeout = timeout
-        handle, name = tempfile.mkstemp(prefix="atmostonce-executor-", suffix=".stderr")
-        self.stderr = Path(name)
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the child)
         try:
             self.process = subprocess.Popen(self.argv, stdin=subprocess.PIPE,
-                                            stdout=subprocess.PIPE, stderr=handle, bufsize=0)
+                                            stdout=subprocess.PIPE, stderr=self._stderr,
+                                            bufsize=0)
         except OSError as error:
-            os.close(handle)
-            self.stderr.unlink(missing_ok=True)
+            self._stderr.close()
             raise SpecError(f"--executor-cmd {shlex.join(self.argv)!r} cannot be started: "
                             f"{error.strerror or error}") from None
-        os.close(handle)
         assert self.process.stdin is not None
         assert self.process.stdout is not None
         self._in = self.process.stdin.fileno()
@@ -141,9 +139,9 @@ class Child:
 
     def _fail(self, problem: str) -> None:
         after = "" if self._what.startswith(_GUARDED) else f", after {self._what}"
-        self.failed = (f"the executor child ({shlex.join(self.argv)}) {problem}{after}; "
-                       f"its stderr is kept in {self.stderr}")
         self._stop(kill=True)
+        self.failed = (f"the executor child ({shlex.join(self.argv)}) {problem}{after}; "
+                       f"its stderr is kept in {self._keep_stderr()}")
         raise ChildFailed(self.failed)
 
     def _stop(self, kill: bool) -> None:
@@ -165,15 +163,20 @@ class Child:
                 with contextlib.suppress(OSError):
                     stream.close()
 
+    def _keep_stderr(self) -> Path:
+        """A named file with what the child wrote to stderr (until then an unnamed one, so a
+        harness killed midway leaves nothing behind)."""
+        handle, name = tempfile.mkstemp(prefix="atmostonce-executor-", suffix=".stderr")
+        with os.fdopen(handle, "wb") as kept:
+            self._stderr.seek(0)
+            kept.write(self._stderr.read())
+        self._stderr.close()
+        return Path(name)
+
     def close(self) -> None:
-        """End the child by closing its input (killed after 2 s); its stderr file is removed
-        when it is empty and nothing went wrong."""
+        """End the child by closing its input (killed after 2 s)."""
         if self.failed is None:
             self._stop(kill=False)
-            try:
-                if self.stderr.stat().st_size == 0:
-                    self.stderr.unlink()
-            except OSError:
-                pass
+            self._stderr.close()
 
     _what = "starting"

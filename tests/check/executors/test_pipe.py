@@ -11,6 +11,7 @@ import re
 import shlex
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -31,13 +32,15 @@ ROOT = Path(__file__).parents[3]
 
 
 @pytest.fixture
-def served(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+def served(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[str]:
     """The reference executor over the pipe, as `--executor-cmd` sets it up; its child is
-    stopped after the test."""
+    stopped after the test, and a child that did not fail leaves no file behind."""
     monkeypatch.setenv(pipe.COMMAND_VARIABLE, "")
     monkeypatch.setenv(pipe.TIMEOUT_VARIABLE, "")
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     yield pipe.use(SERVED, timeout=20.0)
     pipe.close_children()
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_schedules_over_the_pipe_agree_as_in_process(served: str) -> None:
