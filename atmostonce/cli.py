@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -58,6 +59,7 @@ def cmd_clauses(args: argparse.Namespace) -> int:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     from atmostonce import verify
+    from atmostonce.check.executors import pipe
     from atmostonce.check.executors.loading import DEFAULT_EXECUTOR, load_factory
 
     layers = verify.LAYERS if args.layers is None else \
@@ -71,8 +73,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if args.engine is not None:
         if args.quick:
             raise SpecError("--quick bounds the layers that judge a sans-IO executor; give it "
-                            "with --executor, not --engine")
-        if args.executor is not None:
+                            "with --executor or --executor-cmd, not --engine")
+        if args.executor is not None or args.executor_cmd is not None:
             raise SpecError("give --executor or --engine, not both: an engine runs its own "
                             "executor")
         from atmostonce.engines.adapter import load_engine
@@ -85,12 +87,18 @@ def cmd_verify(args: argparse.Namespace) -> int:
         if not checks:
             raise SpecError(f"--layers {','.join(layers)}: none of them applies to a black-box "
                             "engine (they need a sans-IO executor); give spec, model or runtime")
+    elif pipe.chosen(args, None):
+        checks = verify.plan(args.executor, pipe.from_environment, layers, report, args.seed,
+                             args.quick)
+        subject = f"--executor-cmd {shlex.quote(args.executor_cmd)}"
     else:
         subject = DEFAULT_EXECUTOR if args.executor is None else args.executor
         checks = verify.plan(subject, load_factory(subject), layers, report, args.seed,
                              args.quick)
     with progress.board(args.json) as shown:
         results = verify.run(checks, shown)
+    for r in results:
+        r.summary, r.details = pipe.shown(r.summary), [pipe.shown(d) for d in r.details]
     passed = all(r.ok for r in results)
     if args.report is not None:
         from atmostonce.report.page import write
@@ -130,7 +138,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
 def _verify_command(args: argparse.Namespace) -> str:
     """The verify command line as the report shows it."""
     parts = ["atmostonce verify"]
-    for flag, value in (("--executor", args.executor), ("--engine", args.engine),
+    for flag, value in (("--executor", None if args.executor_cmd else args.executor),
+                        ("--executor-cmd", args.executor_cmd and shlex.quote(args.executor_cmd)),
+                        ("--engine", args.engine),
                         ("--layers", args.layers), ("--report", args.report),
                         ("--seed", args.seed or None)):
         if value is not None:
@@ -257,6 +267,8 @@ def cmd_diagrams(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from atmostonce.check.executors import pipe
+
     parser = arguments.Parser(
         prog="atmostonce",
         description="The tested specification of how a durable-execution engine runs an AI "
@@ -293,6 +305,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the executor to check: a factory taking an ExecutorConfig and "
                         "returning an atmostonce.spec.protocol.Executor (default: the "
                         "reference executor)")
+    pipe.add_arguments(verify)
     verify.add_argument("--engine", metavar="MODULE:FACTORY",
                         help="check a black-box engine instead, through its adapter (see "
                         "atmostonce.engines.adapter; e.g. atmostonce.engines.temporal:engine): "

@@ -23,6 +23,7 @@ from typing import Any
 
 from atmostonce import arguments
 from atmostonce.chaos.nemesis import DEFAULT_KINDS, NemesisKind
+from atmostonce.check.executors import pipe
 from atmostonce.check.executors.loading import DEFAULT_EXECUTOR, load_callable
 from atmostonce.engines.adapter import DEFAULT_ENGINE, CutMode
 from atmostonce.runtime.reconcile import (
@@ -87,6 +88,7 @@ def register(subparsers: Any) -> None:
                        f"an atmostonce.engines.adapter.Engine (default {DEFAULT_ENGINE})")
     chaos.add_argument("--executor", default=DEFAULT_EXECUTOR, metavar="MODULE:FACTORY",
                        help=f"the executor the engine's server runs (default {DEFAULT_EXECUTOR})")
+    pipe.add_arguments(chaos)
     chaos.add_argument("--workdir", type=arguments.output_directory, metavar="DIR",
                        help="keep the journal, the ledger and the logs in DIR (default: a "
                        "temporary directory, removed afterwards unless the run failed: then its "
@@ -148,6 +150,8 @@ def cmd_chaos(args: argparse.Namespace) -> int:
     from atmostonce.chaos.options import ChaosOptions
     from atmostonce.chaos.report import chaos_json, chaos_text
     from atmostonce.chaos.run import run_chaos
+
+    pipe.chosen(args, DEFAULT_EXECUTOR)
 
     if args.report is not None:
         from atmostonce.report.libraries import require

@@ -11,6 +11,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from atmostonce.check.executors import pipe
 from atmostonce.check.executors.loading import DEFAULT_EXECUTOR, load_factory
 from atmostonce.check.lockstep.trace_replay import load, replay_core
 from atmostonce.runtime.trace_replay import replay_runtime
@@ -59,6 +60,7 @@ def cmd_replay_trace(args: argparse.Namespace) -> int:
             raise SpecError(f"give --trace FILE or {flag}, not both: a trace carries its own "
                             "steps")
     trace = load(args.trace, args.name)
+    pipe.chosen(args, DEFAULT_EXECUTOR)
     if args.runtime:
         executor = None if args.executor == DEFAULT_EXECUTOR else args.executor
         if executor is not None:

@@ -14,6 +14,7 @@ import json
 from typing import Any
 
 from atmostonce import arguments, progress
+from atmostonce.check.executors import pipe
 from atmostonce.check.executors.loading import DEFAULT_EXECUTOR, load_factory
 from atmostonce.sim import scenario_commands
 from atmostonce.sim.campaign import campaign, shown_on
@@ -93,6 +94,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
                         help=f"fault profile: {', '.join(PROFILES)} (default {DEFAULT_PROFILE})")
     parser.add_argument("--executor", default=DEFAULT_EXECUTOR, metavar="MODULE:FACTORY",
                         help=f"the executor under test (default {DEFAULT_EXECUTOR})")
+    pipe.add_arguments(parser)
 
 
 def _scenario(parser: argparse.ArgumentParser) -> None:
@@ -120,6 +122,7 @@ def _profile_or_scenario(args: argparse.Namespace) -> bool:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
+    pipe.chosen(args, DEFAULT_EXECUTOR)
     if args.report is not None:
         if args.scenario is not None:
             raise SpecError("--report draws fault-profile campaigns; a scenario run's report "
@@ -158,6 +161,7 @@ def _simulate_command(args: argparse.Namespace) -> str:
 def cmd_replay(args: argparse.Namespace) -> int:
     if args.seed is None:
         raise SpecError("replay needs a SEED to rerun, or --trace FILE")
+    pipe.chosen(args, DEFAULT_EXECUTOR)
     if _profile_or_scenario(args):
         return scenario_commands.cmd_replay(args)
     chosen = find_profile(args.profile)
