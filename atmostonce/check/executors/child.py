@@ -30,6 +30,13 @@ SHOWN = 200
 """Characters of a request or a bad line a failure quotes."""
 
 
+def _last_line(path: Path) -> str:
+    """The last non-empty line of a kept stderr, cut to SHOWN characters: usually the reason."""
+    lines = [line.strip() for line in path.read_text(errors="replace").splitlines()]
+    said = next((line for line in reversed(lines) if line), "")
+    return said[:SHOWN]
+
+
 class ChildFailed(Exception):
     """The executor child broke the pipe protocol, exited or hung; the message says which,
     after which request, and where its stderr is kept."""
@@ -140,8 +147,11 @@ class Child:
     def _fail(self, problem: str) -> None:
         after = "" if self._what.startswith(_GUARDED) else f", after {self._what}"
         self._stop(kill=True)
-        self.failed = (f"the executor child ({shlex.join(self.argv)}) {problem}{after}; "
-                       f"its stderr is kept in {self._keep_stderr()}")
+        kept = self._keep_stderr()
+        said = _last_line(kept)
+        self.failed = (f"the executor child ({shlex.join(self.argv)}) {problem}{after}"
+                       f"{f' (its last words: {said})' if said else ''}; "
+                       f"its stderr is kept in {kept}")
         raise ChildFailed(self.failed)
 
     def _stop(self, kill: bool) -> None:

@@ -123,6 +123,7 @@ def test_a_misbehaving_child_is_the_executors_finding(how: str, says: str,
     assert stderr.parent == tmp_path
     if how == "exit":
         assert "the child gives up here" in stderr.read_text()
+        assert "(its last words: the child gives up here" in done.stdout, "the reason on screen"
 
 
 def test_a_hung_child_costs_one_timeout_and_every_layer_still_runs(tmp_path: Path) -> None:
