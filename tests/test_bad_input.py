@@ -118,7 +118,7 @@ CASES: tuple[Case, ...] = (
     case("diagrams", "--out", "", says="expected a path, got ''"),
     case("diagrams", "extra", says="unrecognized arguments: extra"),
 
-    case("clauses", "extra", says="unrecognized arguments: extra"),
+    case("clauses", "extra", says="'extra' is no clause, decision, finding or property id"),
     case("clauses", "--json=yes", says="ignored explicit argument"),
 
     case("prove", "--per-condition-timeout", "0", says="expected a positive number, got '0'"),
