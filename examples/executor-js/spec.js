@@ -11,6 +11,11 @@ const EFFECTS = ['read', 'idempotent_write', 'non_idempotent_write', 'unclassifi
 // CallSingleAttemptTool, one attempt only.
 const RETRYABLE = new Set(['read', 'idempotent_write']);
 
+// Whether a call waits for a person when its policy leaves it unset (TC-APR-2).
+const APPROVAL_BY_DEFAULT = {
+  read: false, idempotent_write: false, non_idempotent_write: true, unclassified: true,
+};
+
 // How cautious each class is: with hints_may_lower false, framework metadata may not pick a
 // class below the session's default (D-22).
 const CAUTION = { read: 0, idempotent_write: 1, non_idempotent_write: 2, unclassified: 2 };
@@ -45,7 +50,7 @@ function resolvePolicy(policy, hints, sessionDefault, hintsMayLower) {
     }
   }
   const flag = policy ? policy.requires_approval : null;
-  const requiresApproval = flag !== null ? flag : singleAttempt(effect);
+  const requiresApproval = flag !== null ? flag : APPROVAL_BY_DEFAULT[effect];
   return { effect, requiresApproval };
 }
 
