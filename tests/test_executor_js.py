@@ -5,6 +5,7 @@ exit 1, a counterexample schedule and the command that replays it on the child."
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -40,16 +41,36 @@ def test_the_js_executor_passes_verify_over_the_pipe() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.clause("D-8", "D-12")
+def test_the_js_executor_passes_chaos_on_the_real_runtime() -> None:
+    """The layer `--quick` skips: the runtime's server drives the child while workers are
+    killed, paused and cut off and the server restarts from its journal."""
+    done = _verify("--layers", "runtime", "--executor-cmd", MAIN, minutes=4)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "[  ok] runtime" in done.stdout
+    assert "0 violations, 0 lost records" in done.stdout
+
+
+@pytest.mark.slow
 @pytest.mark.clause("TC-POL-2")
 def test_the_js_executor_with_one_line_broken_fails_conformance_with_a_counterexample() -> None:
     done = _verify("--quick", "--layers", "conformance", "--executor-cmd", BROKEN, minutes=5)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "[FAIL] conformance" in done.stdout
     assert "DISAGREES" in done.stdout
-    assert "schedule: " in done.stdout
-    assert f"--executor-cmd '{BROKEN}'" in done.stdout or f'--executor-cmd "{BROKEN}"' in \
-        done.stdout
+    assert "schedule: ask(2)" in done.stdout  # tool 2 is the non-idempotent write
+    assert "replay step by step: atmostonce replay --schedule 'ask(2)" in done.stdout
+    assert f"--executor-cmd '{BROKEN}'" in done.stdout
     assert "verdict: FAIL" in done.stdout
+
+
+def test_the_js_child_refuses_a_protocol_version_it_does_not_speak() -> None:
+    done = subprocess.run(["node", str(ROOT / "examples/executor-js/main.js")],
+                          input='{"op":"hello","protocol":2}\n', capture_output=True, text=True,
+                          check=False, timeout=30 * patience())
+    reply = json.loads(done.stdout)
+    assert reply["op"] == "refuse"
+    assert "protocol 1, not 2" in reply["reason"]
 
 
 def test_the_broken_copy_differs_from_the_executor_by_one_line() -> None:

@@ -4,6 +4,7 @@
 
 const spec = require('./spec');
 const journal = require('./journal');
+const views = require('./views');
 
 const { SpecError } = spec;
 
@@ -169,7 +170,7 @@ class Executor {
       out.push(reply(event.request, false, `no session ${JSON.stringify(event.session_id)}`));
       return;
     }
-    session.messages.push(userMessage(event.text));
+    session.messages.push(views.userMessage(event.text));
     out.push(persist(journal.userMessageEntry(event.at, event.session_id, event.text)));
     out.push(reply(event.request, true, ''));
   }
@@ -274,7 +275,7 @@ class Executor {
         status: outcome.record, error: outcome.error, kind: 'tool_call_finished',
       },
     });
-    call.session.messages.push(toolMessage(call, outcome, output));
+    call.session.messages.push(views.toolMessage(call, outcome, output));
   }
 
   // -- workers -----------------------------------------------------------------------------
@@ -439,38 +440,10 @@ class Executor {
     }
   }
 
-  // -- get_agent_snapshot ------------------------------------------------------------------
-
+  // get_agent_snapshot (views.js).
   snapshot(sessionId) {
-    const session = this.sessions.get(sessionId);
-    if (!session) return { session_id: sessionId, tool_calls: [], messages: [] };
-    return {
-      session_id: sessionId,
-      tool_calls: session.calls.map((call) => ({
-        turn_id: call.turnId,
-        tool_call_id: call.toolCallId,
-        tool: call.tool,
-        status: statusOf(call),
-        error: call.outcome ? call.outcome.error : '',
-        idempotency_key: call.key,
-        effect: call.effect,
-        requires_approval: call.requiresApproval,
-        approval_deadline: call.requiresApproval ? call.deadline : null,
-        attempts: call.attempts.map((a) => ({
-          number: a.number, queued_at: a.queuedAt, worker: a.worker || '',
-          handed_at: a.handedAt, started_at: a.startedAt, ended_at: a.endedAt, end: a.end,
-          progress: a.end === null ? null : spec.progressOf(a.end),
-        })),
-        history: true,
-      })),
-      messages: session.messages,
-    };
+    return views.snapshot(this.sessions.get(sessionId), sessionId);
   }
-}
-
-function statusOf(call) {
-  if (call.outcome) return call.outcome.record;
-  return call.approval === 'waiting' ? 'awaiting_approval' : 'running';
 }
 
 function persist(entry) {
@@ -485,15 +458,4 @@ function reply(request, ok, text) {
   return { type: 'Reply', request, ok, text };
 }
 
-function userMessage(text) {
-  return { role: 'user', text, turn_id: '', tool_call_id: '', tool_output: '', tool_arguments: '' };
-}
-
-function toolMessage(call, outcome, output) {
-  return {
-    role: 'tool', text: '', turn_id: call.turnId, tool_call_id: call.toolCallId,
-    tool_output: spec.toolResult(outcome, output), tool_arguments: call.arguments,
-  };
-}
-
-module.exports = { Executor, checkConfig, userMessage, toolMessage };
+module.exports = { Executor };

@@ -1,12 +1,17 @@
 'use strict';
 // The journal: one JSON object per durable fact, written in a Persist before any command that
-// depends on it, and read back strictly by `replay` on a restart (D-8). Each entry names the
-// call or attempt it is about by one id (the key, or an attempt id `{key}#{n}`), so no entry
-// can contradict itself; a field of the wrong JSON kind, a missing field, an unknown name or an
-// entry about a call or attempt no earlier entry made is refused with one line naming the
-// entry's index and the field.
+// depends on it, and read back strictly by `replay` on a restart (D-8). A field of the wrong
+// JSON kind, a missing field, an unknown name, an attempt id that is not `{key}#{n}` of the
+// entry's own key, or an entry about a call or attempt no earlier entry made is refused with
+// one line naming the entry's index and the field.
+//
+// The entries about attempts carry the call's key beside the attempt id, and share the field
+// names `type`, `at`, `key`, `attempt`, `worker`, `tool`, `state` and `end` with the reference
+// executor's: the runtime's chaos run reads a server's journal by those names to learn which
+// hand-outs were durable, including those whose go-ahead never left a dying server.
 
 const spec = require('./spec');
+const views = require('./views');
 
 const { SpecError } = spec;
 
@@ -40,12 +45,15 @@ function askEntry(at, call) {
 }
 
 const approvalEntry = (at, key, state) => ({ type: 'approval', at, key, state });
-const queuedEntry = (at, attempt) => ({ type: 'queued', at, attempt: attempt.id });
+const queuedEntry = (at, attempt) => ({
+  type: 'queued', at, key: attempt.call.key, attempt: attempt.id,
+});
 const handedEntry = (at, attempt) => ({
-  type: 'handed', at, attempt: attempt.id, worker: attempt.worker,
+  type: 'handed', at, key: attempt.call.key, attempt: attempt.id, worker: attempt.worker,
 });
 const endedEntry = (at, attempt, end, mayStillRun, output) => ({
-  type: 'ended', at, attempt: attempt.id, end, may_still_run: mayStillRun, output,
+  type: 'ended', at, key: attempt.call.key, attempt: attempt.id, end, may_still_run: mayStillRun,
+  output,
 });
 const recordEntry = (at, key, outcome, output) => ({
   type: 'record', at, key, record: outcome.record, error: outcome.error, output,
@@ -88,9 +96,11 @@ const SHAPES = {
     requires_approval: 'bool', approval_deadline: 'deadline',
   },
   approval: { at: 'number', key: 'id', state: 'answered' },
-  queued: { at: 'number', attempt: 'id' },
-  handed: { at: 'number', attempt: 'id', worker: 'id' },
-  ended: { at: 'number', attempt: 'id', end: 'end', may_still_run: 'bool', output: 'string' },
+  queued: { at: 'number', key: 'id', attempt: 'id' },
+  handed: { at: 'number', key: 'id', attempt: 'id', worker: 'id' },
+  ended: {
+    at: 'number', key: 'id', attempt: 'id', end: 'end', may_still_run: 'bool', output: 'string',
+  },
   record: { at: 'number', key: 'id', record: 'record', error: 'string', output: 'string' },
   user_message: { at: 'number', session_id: 'id', text: 'string' },
   run_over: { at: 'number', attempt: 'id', worker: 'id' },
@@ -132,7 +142,15 @@ function replay(ex, entries) {
       if (!call) fail(`field '${field}': no call with key ${JSON.stringify(key)} was asked`);
       return call;
     };
+    const ownAttempt = () => {
+      if (!e.attempt.startsWith(`${e.key}#`)) {
+        fail(`field 'attempt': ${JSON.stringify(e.attempt)} is not an attempt of the call `
+          + `${JSON.stringify(e.key)} the entry names`);
+      }
+      callOf(e.key, 'key');
+    };
     const liveAttempt = (id) => {
+      ownAttempt();
       const attempt = ex.live.get(id);
       if (!attempt) fail(`field 'attempt': ${JSON.stringify(id)} was never queued or has already ended`);
       return attempt;
@@ -186,8 +204,8 @@ function replay(ex, entries) {
         break;
       }
       case 'queued': {
-        const cut = e.attempt.lastIndexOf('#');
-        const call = callOf(cut < 0 ? e.attempt : e.attempt.slice(0, cut), 'attempt');
+        ownAttempt();
+        const call = callOf(e.key, 'key');
         const current = call.attempts[call.attempts.length - 1];
         if (e.attempt !== `${call.key}#${call.attempts.length + 1}`) {
           fail(`field 'attempt': ${JSON.stringify(e.attempt)} is not the next attempt of its call`);
@@ -234,13 +252,13 @@ function replay(ex, entries) {
         call.outcome = { record: e.record, error: e.error };
         call.output = e.output;
         call.pending = null;
-        call.session.messages.push(require('./executor').toolMessage(call, call.outcome, e.output));
+        call.session.messages.push(views.toolMessage(call, call.outcome, e.output));
         break;
       }
       case 'user_message': {
         const session = ex.sessions.get(e.session_id);
         if (!session) fail(`field 'session_id': session ${JSON.stringify(e.session_id)} was never opened`);
-        session.messages.push(require('./executor').userMessage(e.text));
+        session.messages.push(views.userMessage(e.text));
         break;
       }
       case 'run_over': {
@@ -259,8 +277,6 @@ function replay(ex, entries) {
         }
         break;
       }
-      default:
-        break;
     }
   });
 }

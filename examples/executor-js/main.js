@@ -52,7 +52,10 @@ function serve(input, output) {
 
   const answer = (message) => {
     if (!greeted) {
-      if (message.op !== 'hello') throw new Error(`the first line must be hello, got ${message.op}`);
+      if (message.op !== 'hello') {
+        process.stderr.write(`executor-js: the first line must be hello, got ${message.op}\n`);
+        process.exit(2);
+      }
       greeted = true;
       if (message.protocol !== PROTOCOL) {
         return { op: 'refuse', reason: `this executor speaks protocol ${PROTOCOL}, not ${message.protocol}` };
@@ -78,19 +81,33 @@ function serve(input, output) {
   input.on('data', (chunk) => {
     buffer += chunk;
     let end = buffer.indexOf('\n');
-    const replies = [];
     while (end >= 0) {
       const line = buffer.slice(0, end);
       buffer = buffer.slice(end + 1);
       if (line.trim()) {
-        const reply = answer(parseLine(line));
-        if (reply !== null) replies.push(JSON.stringify(reply));
+        const reply = answer(request(line));
+        if (reply !== null) output.write(`${JSON.stringify(reply)}\n`);
+        if (reply !== null && reply.op === 'refuse') process.exit(0);
       }
       end = buffer.indexOf('\n');
     }
-    if (replies.length) output.write(`${replies.join('\n')}\n`);
   });
   input.on('end', () => process.exit(0));
+}
+
+// A request line, or exit 2 with one line on stderr for a line that is not the protocol.
+function request(line) {
+  let message;
+  try {
+    message = parseLine(line);
+  } catch {
+    message = null;
+  }
+  if (message === null || typeof message !== 'object' || Array.isArray(message)) {
+    process.stderr.write(`executor-js: a line that is not a JSON object: ${line.slice(0, 80)}\n`);
+    process.exit(2);
+  }
+  return message;
 }
 
 function oneLine(text) {
