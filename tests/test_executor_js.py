@@ -1,7 +1,10 @@
 """The executor in plain JavaScript (`examples/executor-js`) is judged for real, over the pipe:
 it passes `atmostonce verify --executor-cmd "node examples/executor-js/main.js"`, and its
 one-line break (`broken.js`: a non-idempotent write retried like a read) fails conformance with
-exit 1, a counterexample schedule and the command that replays it on the child."""
+exit 1, a counterexample schedule and the command that replays it on the child. The full
+default verify of it takes 4 to 6 minutes on 2 busy cores, so here conformance and simulation
+run at `--quick`'s size (with every probe), and the runtime's chaos run, which `--quick`
+skips, runs on its own."""
 
 from __future__ import annotations
 
