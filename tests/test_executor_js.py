@@ -1,0 +1,86 @@
+"""The executor in plain JavaScript (`examples/executor-js`) is judged for real, over the pipe:
+it passes `atmostonce verify --executor-cmd "node examples/executor-js/main.js"`, and its
+one-line break (`broken.js`: a non-idempotent write retried like a read) fails conformance with
+exit 1, a counterexample schedule and the command that replays it on the child. The full
+default verify of it takes 4 to 6 minutes on 2 busy cores, so here conformance and simulation
+run at `--quick`'s size (with every probe), and the runtime's chaos run, which `--quick`
+skips, runs on its own."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.load import patience
+
+ROOT = Path(__file__).resolve().parent.parent
+MAIN = "node examples/executor-js/main.js"
+BROKEN = "node examples/executor-js/broken.js"
+
+pytestmark = pytest.mark.skipif(shutil.which("node") is None,
+                                reason="node is not on PATH (CI installs nodejs in .ci/run)")
+
+
+def _verify(*args: str, minutes: float) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "atmostonce", "verify", *args], cwd=ROOT,
+                          capture_output=True, text=True, check=False,
+                          timeout=60 * minutes * patience())
+
+
+@pytest.mark.slow
+@pytest.mark.clause("D-5", "D-8")
+def test_the_js_executor_passes_verify_over_the_pipe() -> None:
+    done = _verify("--quick", "--executor-cmd", MAIN, minutes=5)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "[  ok] conformance" in done.stdout
+    assert "3,650 policy resolutions" in done.stdout  # the probes ran on it
+    assert "[  ok] simulation" in done.stdout
+    assert "verdict: PASS (2 checks, 0 failed)" in done.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.clause("D-8", "D-12")
+def test_the_js_executor_passes_chaos_on_the_real_runtime() -> None:
+    """The layer `--quick` skips: the runtime's server drives the child while workers are
+    killed, paused and cut off and the server restarts from its journal."""
+    done = _verify("--layers", "runtime", "--executor-cmd", MAIN, minutes=4)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "[  ok] runtime" in done.stdout
+    assert "0 violations, 0 lost records" in done.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.clause("TC-POL-2")
+def test_the_js_executor_with_one_line_broken_fails_conformance_with_a_counterexample() -> None:
+    done = _verify("--quick", "--layers", "conformance", "--executor-cmd", BROKEN, minutes=5)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "[FAIL] conformance" in done.stdout
+    assert "DISAGREES" in done.stdout
+    assert "schedule: ask(2)" in done.stdout  # tool 2 is the non-idempotent write
+    assert "replay step by step: atmostonce replay --schedule 'ask(2)" in done.stdout
+    assert f"--executor-cmd '{BROKEN}'" in done.stdout
+    assert "verdict: FAIL" in done.stdout
+
+
+def test_the_js_child_refuses_a_protocol_version_it_does_not_speak() -> None:
+    done = subprocess.run(["node", str(ROOT / "examples/executor-js/main.js")],
+                          input='{"op":"hello","protocol":2}\n', capture_output=True, text=True,
+                          check=False, timeout=30 * patience())
+    reply = json.loads(done.stdout)
+    assert reply["op"] == "refuse"
+    assert "protocol 1, not 2" in reply["reason"]
+
+
+def test_the_broken_copy_differs_from_the_executor_by_one_line() -> None:
+    """`broken.js` starts the very server `main.js` starts; its only other statement is the
+    bug."""
+    code = [line for line in (ROOT / "examples/executor-js/broken.js").read_text().splitlines()
+            if line.strip() and not line.startswith("//")]
+    assert code == ["'use strict';",
+                    "require('./spec').RETRYABLE.add('non_idempotent_write');",
+                    "require('./main').serve(process.stdin, process.stdout);"]
