@@ -9,6 +9,7 @@ skips, runs on its own."""
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 import subprocess
 import sys
@@ -65,6 +66,14 @@ def test_the_js_executor_with_one_line_broken_fails_conformance_with_a_counterex
     assert "replay step by step: atmostonce replay --schedule 'ask(2)" in done.stdout
     assert f"--executor-cmd '{BROKEN}'" in done.stdout
     assert "verdict: FAIL" in done.stdout
+    printed = next(line for line in done.stdout.splitlines() if "replay step by step: " in line)
+    command = shlex.split(printed.split("replay step by step: ", 1)[1])
+    assert command[0] == "atmostonce"
+    again = subprocess.run([sys.executable, "-m", *command], cwd=ROOT, capture_output=True,
+                           text=True, check=False, timeout=60 * patience())
+    assert again.returncode == 1, again.stdout + again.stderr
+    assert f"on --executor-cmd '{BROKEN}'" in again.stdout, "replayed on the child it names"
+    assert "verdict: DISAGREES" in again.stdout
 
 
 def test_the_js_child_refuses_a_protocol_version_it_does_not_speak() -> None:

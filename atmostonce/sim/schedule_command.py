@@ -11,7 +11,8 @@ import argparse
 import json
 from collections.abc import Callable
 
-from atmostonce.check.executors.loading import load_factory
+from atmostonce.check.executors import pipe
+from atmostonce.check.executors.loading import DEFAULT_EXECUTOR, load_factory
 from atmostonce.check.lockstep import schedule_replay
 from atmostonce.model.check import DEFAULT
 from atmostonce.spec.errors import SpecError
@@ -62,12 +63,13 @@ def cmd_replay_schedule(args: argparse.Namespace) -> int:
         if given:
             raise SpecError(f"give --schedule or {flag}, not both: a schedule carries its own "
                             "steps")
+    pipe.chosen(args, DEFAULT_EXECUTOR)
     labels = schedule_replay.parse(args.schedule)
     config = DEFAULT.with_(fence=args.fence, cancel_records_failed=args.cancel_records_failed)
     schedule_replay.walk(config, labels)
     shown = schedule_replay.replay(config, load_factory(args.executor), args.executor, labels)
     if args.json:
-        print(json.dumps(shown.as_json(), indent=2))
+        print(pipe.shown(json.dumps(shown.as_json(), indent=2)))
     else:
-        print(shown.render())
+        print(pipe.shown(shown.render()))
     return EXIT_OK if shown.ok else EXIT_FAILED
