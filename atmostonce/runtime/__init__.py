@@ -7,7 +7,8 @@ process: recovery from the journal, serving until stopped), `driver` (hands even
 sans-IO core and carries out its commands), `server_wire` (the server's side of the wire
 protocol, which its docstring documents), `worker` (worker processes and their self-fencing,
 D-12), `slot` (one worker of a worker process: its connection, its runs and its lease), `retry`
-(back-off and giving up on a peer out of reach), `tools` (the demo tools), `ledger` (the effect
+(back-off and giving up on a peer out of reach), `registry` (tool registries: your own tool
+functions with their policies, `worker --tools`), `tools` (the demo tools, one registry), `ledger` (the effect
 ledger service, ground truth of what ran), `ledger_store` (its SQLite file and the services'
 rules) and `ledger_client` (talking to the ledger), `client` (the session API),
 `processes` (start, kill, pause and restart the processes), `loop` (an event loop on a thread

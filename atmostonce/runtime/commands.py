@@ -68,7 +68,7 @@ def register(subparsers: Any) -> None:
     serve.set_defaults(func=cmd_serve)
 
     worker = subparsers.add_parser(
-        "worker", help="run a worker process that runs the demo tools",
+        "worker", help="run a worker process that runs the demo tools or your own (--tools)",
         description="Connect to the server, poll for work, run a tool only on its go-ahead, "
         "heartbeat while it runs; exit at once (status 3) when the lease runs out with no word "
         "from the server (D-12). Each slot is one worker named NAME-PID (NAME-PID-I with "
@@ -89,6 +89,11 @@ def register(subparsers: Any) -> None:
     worker.add_argument("--give-up-after", type=arguments.positive, default=GIVE_UP_AFTER,
                         metavar="S", help="exit 1 when the server or the ledger stays out of "
                         f"reach this many seconds (default {GIVE_UP_AFTER:g})")
+    worker.add_argument("--tools", metavar="MODULE:REGISTRY",
+                        help="run your own tool functions instead of the demo tools: a "
+                        "mapping or list of atmostonce.runtime.registry.Tool (each an async "
+                        "function of the call, with its ToolPolicy), or a function returning "
+                        "one; see examples/my_tools.py")
     add_tool_arguments(worker)
     worker.set_defaults(func=cmd_worker)
 
@@ -186,10 +191,18 @@ def _built(factory: ExecutorFactory, config: ExecutorConfig, path: str) -> Execu
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
+    from atmostonce.runtime.registry import load_registry
     from atmostonce.runtime.tokens import read_token
     from atmostonce.runtime.tools import behaviours
     from atmostonce.runtime.worker import WorkerProcess
 
+    registry = None
+    if args.tools is not None:
+        for flag in ("duration", "write_at", "fail", "stop_on_cancel"):
+            if getattr(args, flag):
+                raise SpecError(f"--{flag.replace('_', '-')} tunes a demo tool; your own "
+                                "tools (--tools) behave as their functions say")
+        registry = load_registry(args.tools)
     token = read_token(args.token_file)
     ledger_token = read_token(args.ledger_token_file) if args.ledger_token_file else token
     process = WorkerProcess(peer(args.server, "--server"), peer(args.ledger, "--ledger"),
@@ -197,7 +210,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
                             behaviours(args.duration, args.write_at, args.fail,
                                        args.stop_on_cancel),
                             args.heartbeat_interval, token=token, ledger_token=ledger_token,
-                            give_up_after=args.give_up_after)
+                            give_up_after=args.give_up_after, tools=registry)
     _logging("worker")
     return _until_signalled(lambda stop: process.run(stop, _announce))
 

@@ -23,8 +23,8 @@ from typing import NoReturn, Protocol
 
 from atmostonce.runtime import codec
 from atmostonce.runtime.ledger_client import AsyncLedger
+from atmostonce.runtime.registry import Fenced, Registry, WriteResult, run_call
 from atmostonce.runtime.retry import Backoff, wait_to_retry
-from atmostonce.runtime.tools import Behaviour, Fenced, WriteResult, run_tool
 from atmostonce.runtime.wire import (
     HELLO_TIMEOUT,
     SERVER,
@@ -51,7 +51,7 @@ class Process(Protocol):
     server_address: str
     token: str
     incarnation: str
-    behaviours: dict[str, Behaviour]
+    tools: Registry
     heartbeat_interval: float | None
     give_up_after: float
     ledger: AsyncLedger
@@ -289,7 +289,7 @@ class Slot:
                        f"its start ({error})")
             return
         try:
-            ok, output = await run_tool(run.tool, run.arguments, run, self.process.behaviours)
+            ok, output = await run_call(self.process.tools, run.tool, run.arguments, run)
         except Fenced:
             self.process.fence(f"the ledger refused a write of {run.attempt}: lease over")
         except Exception as error:  # a tool that raises reports a failure (D-3)

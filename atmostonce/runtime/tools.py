@@ -31,11 +31,24 @@ import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import Any
 
 from atmostonce.check.history.services import Service
+from atmostonce.runtime.registry import (
+    Fenced,
+    Tool,
+    ToolCall,
+    ToolContext,
+    ToolFailed,
+    ToolFunction,
+    WriteResult,
+    run_call,
+)
 from atmostonce.spec.errors import SpecError
 from atmostonce.spec.policy import EffectClass, ToolPolicy
+
+__all__ = ["TOOLS", "Behaviour", "DemoTool", "Fenced", "ToolContext", "WriteResult",
+           "behaviours", "demo_registry", "run_tool"]
 
 
 @dataclass(frozen=True)
@@ -64,30 +77,6 @@ class Behaviour:
                 raise SpecError(f"argument gate must be an absolute path, got {gate!r}")
             changes["gate"] = gate
         return replace(self, **changes) if changes else self
-
-
-@dataclass(frozen=True)
-class WriteResult:
-    """What the service answered: whether it applied the write, and how many writes with this
-    key it now holds."""
-
-    applied: bool
-    count: int
-
-
-class Fenced(Exception):
-    """The worker's lease ran out: the service refused the write (D-12)."""
-
-
-class ToolContext(Protocol):
-    """What a running tool gets from its worker."""
-
-    key: str
-    cancelled: asyncio.Event
-
-    async def write(self, payload: str) -> WriteResult:
-        """Write to the tool's service with the call's idempotency key."""
-        ...
 
 
 @dataclass(frozen=True)
@@ -192,22 +181,39 @@ async def _wait(seconds: float, ctx: ToolContext, behaviour: Behaviour) -> bool:
     return False
 
 
+def demo_registry(table: Mapping[str, Behaviour] | None = None) -> dict[str, Tool]:
+    """The demo tools as a registry (`registry.Tool`), each run with its behaviour in `table`
+    (default: its own)."""
+    chosen = table or {}
+    return {t.name: Tool(t.name, t.policy, _demo_function(t, chosen.get(t.name, t.behaviour)),
+                         t.summary) for t in TOOLS.values()}
+
+
+def _demo_function(tool: DemoTool, behaviour: Behaviour) -> ToolFunction:
+    async def run(call: ToolCall) -> str:
+        try:
+            this = behaviour.for_call(call.arguments)
+        except SpecError as error:
+            raise ToolFailed(f"{tool.name}: bad arguments: {error}") from None
+        timed = _gated if this.gate else _timed
+        ok, output = await timed(tool, call.arguments, call.context, this)
+        if not ok:
+            raise ToolFailed(output)
+        return output
+    return run
+
+
 async def run_tool(name: str, arguments: str, ctx: ToolContext,
                    table: Mapping[str, Behaviour]) -> tuple[bool, str]:
     """Run one call of a demo tool: (returned, output). A failure the tool reports is an
     answer for the model (D-3); a write the service refused raises `Fenced`."""
-    tool = TOOLS.get(name)
-    if tool is None:
-        return False, f"this worker has no tool named {name!r}"
-    try:
-        parsed = json.loads(arguments or "{}")
-        if not isinstance(parsed, dict):
-            raise SpecError("the arguments must be a JSON object")
-        behaviour = table.get(name, tool.behaviour).for_call(parsed)
-    except (ValueError, SpecError) as error:
-        return False, f"{name}: bad arguments: {error}"
-    if behaviour.gate:
-        return await _gated(tool, parsed, ctx, behaviour)
+    return await run_call(demo_registry(table), name, arguments, ctx)
+
+
+async def _timed(tool: DemoTool, parsed: Mapping[str, Any], ctx: ToolContext,
+                 behaviour: Behaviour) -> tuple[bool, str]:
+    """A run timed by its behaviour: wait, write, wait out the rest, return or fail."""
+    name = tool.name
     write_at = min(behaviour.write_at, behaviour.duration)
     written: WriteResult | None = None
     if tool.service is not Service.NONE:

@@ -31,9 +31,10 @@ from collections.abc import Callable, Mapping
 from typing import NoReturn
 
 from atmostonce.runtime.ledger_client import AsyncLedger
+from atmostonce.runtime.registry import Registry
 from atmostonce.runtime.retry import Backoff, GaveUp, wait_to_retry
 from atmostonce.runtime.slot import Slot
-from atmostonce.runtime.tools import Behaviour
+from atmostonce.runtime.tools import Behaviour, demo_registry
 from atmostonce.runtime.wire import WrongPeer, ready_line
 from atmostonce.spec.errors import SpecError
 
@@ -49,7 +50,7 @@ class WorkerProcess:
     def __init__(self, server: tuple[str, int], ledger: tuple[str, int], name: str,
                  slots: int = 1, behaviours: Mapping[str, Behaviour] | None = None,
                  heartbeat_interval: float | None = None, *, token: str, ledger_token: str,
-                 give_up_after: float = 60.0) -> None:
+                 give_up_after: float = 60.0, tools: Registry | None = None) -> None:
         if slots < 1:
             raise SpecError(f"a worker needs at least one slot, got {slots}")
         if not name or any(c.isspace() for c in name):
@@ -62,7 +63,8 @@ class WorkerProcess:
         self.token = token
         self.incarnation = secrets.token_urlsafe(16)
         """Drawn once per process: the server takes this process's worker names only with it."""
-        self.behaviours = dict(behaviours or {})
+        self.tools: Registry = dict(tools) if tools else demo_registry(behaviours)
+        """The tools this process runs: a user's registry (`--tools`) or the demo tools."""
         self.heartbeat_interval = heartbeat_interval
         self.give_up_after = give_up_after
         pid = os.getpid()

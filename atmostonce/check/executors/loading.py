@@ -32,7 +32,7 @@ def load_callable(path: str, what: str, example: str,
         raise SpecError(f"malformed {what} path {path!r}: expected {shape}, such as {example}"
                         f"{_dotted_hint(path, shape)}")
     module_name, _, attribute = path.partition(":")
-    _search_current_directory()
+    search_current_directory()
     try:
         module = importlib.import_module(module_name)
     except Exception as error:
@@ -68,7 +68,7 @@ def _dotted_hint(path: object, shape: str) -> str:
         f"{where}"
 
 
-def _search_current_directory() -> None:
+def search_current_directory() -> None:
     """Put the current directory on the import path, after what is there, once: a module of
     the user's is found, and a file there never shadows an installed package. It stays, so
     the loaded module's own later imports of its neighbours work too."""
