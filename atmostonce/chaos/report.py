@@ -57,7 +57,8 @@ def chaos_json(result: ChaosResult) -> dict[str, object]:
         "drained": result.drained,
         "reconcile": _reconcile(result),
         "properties": {"judged": judged(result),
-                       "not_checkable": dict(sorted(result.not_checkable.items()))},
+                       "not_checkable": dict(sorted(result.not_checkable.items())),
+                       "held_by_mapping": dict(sorted(result.held_by_mapping.items()))},
         "witnessed": sorted(result.witnessed),
         "unwitnessed": unwitnessed(result.totals),
         "shapes": totals["shapes"],
@@ -116,7 +117,10 @@ def chaos_text(result: ChaosResult) -> str:
         f"verdict: {'PASS' if result.ok else 'FAIL'} ({len(result.violations)} violations, "
         f"{len(result.lost)} lost records, {len(result.errors)} engine errors, "
         f"{len(result.executor_failures)} failures of the executor under test; "
-        f"{len(result.entries):,} history entries checked)",
+        f"{len(result.entries):,} history entries checked)"
+        + (f"; {len(result.held_by_mapping)} of the judged properties hold only through the "
+           f"mapping's own additions ({', '.join(sorted(result.held_by_mapping))}: see above)"
+           if result.held_by_mapping else ""),
     ]
     if not result.ok:
         lines.append(f"rerun: {o.command()}")
@@ -135,6 +139,10 @@ def _properties(result: ChaosResult) -> list[str]:
         lines.append(f"  not checkable on this engine: {len(result.not_checkable)} (never "
                      "counted as passed)")
         lines.extend(f"    {pid}: {why}" for pid, why in sorted(result.not_checkable.items()))
+    if result.held_by_mapping:
+        lines.append(f"  judged, but held only through the mapping's own additions, not by the "
+                     f"engine alone: {len(result.held_by_mapping)}")
+        lines.extend(f"    {pid}: {why}" for pid, why in sorted(result.held_by_mapping.items()))
     return lines
 
 

@@ -41,6 +41,8 @@ class ChaosResult:
     and the directory would otherwise have been removed."""
     not_checkable: dict[str, str] = field(default_factory=dict)
     """The properties the engine cannot give evidence for, and why (`Limits`)."""
+    held_by_mapping: dict[str, str] = field(default_factory=dict)
+    """The judged properties that hold only through the adapter's mapping, and how (`Limits`)."""
 
     @property
     def double_runs(self) -> tuple[DoubleRun, ...]:

@@ -156,7 +156,8 @@ def run_chaos(options: ChaosOptions, say: Say = lambda line: None, meter: Meter 
                       checker.call_edges(), ShapeCounter().observe_all(entries).counts())
     return ChaosResult(options, got.engine, entries, violations, lost, stats,
                        got.faults, got.obs, notes, got.pids, end - started, got.drained,
-                       errors, failures, kept, dict(got.limits.not_checkable))
+                       errors, failures, kept, dict(got.limits.not_checkable),
+                       dict(got.limits.held_by_mapping))
 
 
 def _run(options: ChaosOptions, factory: Callable[[EngineSetup], Engine], workdir: Path,

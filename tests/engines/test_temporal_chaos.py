@@ -53,7 +53,7 @@ def test_a_short_chaos_run_on_the_mapping_passes_with_every_property_judged_or_n
     """The run's files stay in `tmp_path` (histories in the dev server's database, the workers'
     notes and logs, the ledger), to read when it fails."""
     pytest.importorskip("temporalio")
-    from atmostonce.engines.temporal.adapter import NOT_CHECKABLE
+    from atmostonce.engines.temporal.adapter import LEASE_HOLDS, NOT_CHECKABLE
 
     result = run_chaos(ChaosOptions(duration=12, seed=3, engine=ENGINE,
                                     workdir=tmp_path / "run"))
@@ -68,6 +68,13 @@ def test_a_short_chaos_run_on_the_mapping_passes_with_every_property_judged_or_n
     text = chaos_text(result)
     assert f"properties judged: {len(judged)} of {len(PROPERTIES)}" in text
     assert all(f"    {pid}: {why}" in text for pid, why in NOT_CHECKABLE.items())
+    assert properties["held_by_mapping"] == LEASE_HOLDS
+    assert set(LEASE_HOLDS) <= set(judged)
+    assert all(f"    {pid}: {why}" in text for pid, why in LEASE_HOLDS.items())
+    verdict = text.splitlines()[-1]
+    assert verdict.startswith("verdict: PASS")
+    assert ("2 of the judged properties hold only through the mapping's own additions "
+            "(A-DOUBLE-RUN-SHAPE, A-NO-ATTEMPT-AFTER-UNKNOWN") in verdict
     assert result.stats.calls > 10
     assert all(gone(pid) for pid in result.pids)
 

@@ -52,6 +52,16 @@ READ_HISTORIES = 60.0
 CONNECT_TIMEOUT = 5.0
 REQUEST_TIMEOUT = 10.0
 
+LEASE_HOLDS: dict[str, str] = {
+    PropertyId.A_NO_ATTEMPT_AFTER_UNKNOWN: "only with the mapping's worker lease: Temporal "
+    "alone delivers a task held on a cut connection after its call was recorded "
+    "outcome_unknown, and the tool runs (T-1 in docs/engines.md)",
+    PropertyId.A_DOUBLE_RUN_SHAPE: "only with the mapping's worker lease: Temporal does nothing "
+    "to stop a cut-off worker, whose write lands after the call's outcome_unknown (T-4)",
+}
+"""The properties the Temporal mapping keeps by its lease (D-12), not Temporal by itself: the
+`no-lease` cases of `tests/engines/test_temporal_findings.py` break them."""
+
 NOT_CHECKABLE: dict[str, str] = {
     PropertyId.A_ONE_WORKER: "Temporal's history keeps only the last attempt's "
     "ActivityTaskStarted event; an earlier attempt's hand-out is known only from the worker's own "
@@ -127,7 +137,8 @@ class TemporalEngine(ProxiedWorkers[_Worker]):
         return [*self.server.pids(), *(p.pid for p in self.started)]
 
     def limits(self) -> Limits:
-        return Limits(dict(NOT_CHECKABLE), attempts_survive_restart=True)
+        return Limits(dict(NOT_CHECKABLE), attempts_survive_restart=True,
+                      held_by_mapping=dict(LEASE_HOLDS) if self.variant.lease else {})
 
     def start(self) -> None:
         self.server.start()
