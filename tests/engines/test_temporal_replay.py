@@ -63,6 +63,11 @@ def replay_failure(last_event: int | None = None) -> str:
 
 
 def test_the_sdk_does_not_replay_an_update_it_accepted_after_a_query_applied_new_events() -> None:
+    history = WorkflowHistory.from_json("mini", HISTORY.read_text())
+    accepted = [e.workflow_execution_update_accepted_event_attributes for e in history.events
+                if e.HasField("workflow_execution_update_accepted_event_attributes")]
+    update_name = Mini.poke.__name__  # type: ignore[attr-defined]
+    assert [a.accepted_request.input.name for a in accepted] == [update_name]
     assert MISMATCH in replay_failure()
 
 
