@@ -240,5 +240,5 @@ def test_a_session_a_query_found_wedged_is_one_finding_in_the_engines_server_log
     api.wedged("s2", first)
     api.wedged("s2", "session s2: its workflow no longer replays on a Temporal worker (later)")
     findings = [n for n in engine.server_log().notes if n.startswith("engine finding")]
-    assert findings == [f"engine finding: Temporal wedged {first}; the session's calls still "
-                        "without a record could get none"]
+    assert findings == [f"engine finding: Temporal wedged {first}; only a worker still holding "
+                        "the run in its cache can carry the session on"]

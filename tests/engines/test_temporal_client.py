@@ -121,5 +121,5 @@ def test_a_query_that_finds_the_workflow_no_longer_replaying_reports_the_wedged_
     assert text in line
     assert "\n" not in line
     assert wedged_notes(dict(seen)) == [
-        f"engine finding: Temporal wedged {line}; the session's calls still without a record "
-        "could get none"]
+        f"engine finding: Temporal wedged {line}; only a worker still holding the run in its "
+        "cache can carry the session on"]

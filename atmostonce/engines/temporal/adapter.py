@@ -286,6 +286,6 @@ def engine(setup: EngineSetup) -> TemporalEngine:
 
 def wedged_notes(wedged: dict[str, str]) -> list[str]:
     """One report line per session the engine wedged: a finding about the engine (Temporal's
-    SDK), whose calls after that point got no record from it (docs/engines.md, P-7)."""
-    return [f"engine finding: Temporal wedged {line}; the session's calls still without a "
-            f"record could get none" for _, line in sorted(wedged.items())]
+    SDK), reported even when the worker holding the run carried the session on (P-7)."""
+    return [f"engine finding: Temporal wedged {line}; only a worker still holding the run in "
+            f"its cache can carry the session on" for _, line in sorted(wedged.items())]
