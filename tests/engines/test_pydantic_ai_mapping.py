@@ -222,3 +222,23 @@ def test_the_engine_refuses_the_fence(tmp_path: object) -> None:
                         ExecutorConfig(fence=True), 1, "")
     with pytest.raises(SpecError, match="no fence"):
         engine_of("recommended", setup)
+
+
+def test_a_session_a_query_found_wedged_is_one_finding_in_the_engines_server_log(
+        tmp_path: object) -> None:
+    """What the session client reports (`test_temporal_client.py`) reaches the chaos report's
+    notes, once per session: the first error names it (P-7)."""
+    from pathlib import Path
+
+    from atmostonce.engines.pydantic_ai.adapter import PydanticSessions
+
+    engine = engine_of("recommended", EngineSetup(Path(str(tmp_path)), "127.0.0.1:1", CONFIG,
+                                                  1, ""))
+    api = engine.client()
+    assert isinstance(api, PydanticSessions)
+    first = "session s2: its workflow no longer replays on a Temporal worker (first)"
+    api.wedged("s2", first)
+    api.wedged("s2", "session s2: its workflow no longer replays on a Temporal worker (later)")
+    findings = [n for n in engine.server_log().notes if n.startswith("engine finding")]
+    assert findings == [f"engine finding: Temporal wedged {first}; only a worker still holding "
+                        "the run in its cache can carry the session on"]

@@ -1,7 +1,8 @@
 """The Temporal session client's request wrapper: a request abandoned with the call that sent it
 leaves nothing on stderr; one that outlives the request timeout, or that the server turns away
 while the workflow's task is being retried, is an unknown outcome to ask again; one the workflow
-refuses is bad input."""
+refuses is bad input; a query that finds the workflow no longer replaying is the engine's
+finding."""
 
 from __future__ import annotations
 
@@ -13,10 +14,11 @@ import pytest
 
 pytest.importorskip("temporalio")
 
-from temporalio.client import WorkflowUpdateRPCTimeoutOrCancelledError
+from temporalio.client import WorkflowQueryFailedError, WorkflowUpdateRPCTimeoutOrCancelledError
 from temporalio.service import RPCError, RPCStatusCode
 
-from atmostonce.engines.temporal.client import TemporalSessions
+from atmostonce.engines.temporal.adapter import wedged_notes
+from atmostonce.engines.temporal.client import TemporalSessions, Wedged
 from atmostonce.engines.temporal.payloads import Settings
 from atmostonce.runtime.client import ServerUnavailable
 from atmostonce.spec.errors import SpecError
@@ -87,3 +89,37 @@ def test_an_update_turned_away_while_the_workflow_task_is_retried_is_asked_again
         assert not isinstance(bad.value, ServerUnavailable)
 
     asyncio.run(scenario())
+
+
+def test_a_query_that_finds_the_workflow_no_longer_replaying_reports_the_wedged_session() -> None:
+    """The error a chaos run met on session s2's snapshot (docs/engines.md, P-7): the engine's
+    finding, one line naming the session and the error, and an unknown outcome to ask again
+    (only a worker holding the run in its cache can answer); any other query failure stays
+    as Temporal raised it."""
+    text = ("[TMPRL1100] Nondeterminism error: Update machine does not handle this event: "
+            "HistoryEvent(id: 46, ActivityTaskScheduled)")
+    seen: list[tuple[str, str]] = []
+
+    async def failed(message: str) -> None:
+        raise WorkflowQueryFailedError(message)
+
+    async def scenario() -> None:
+        api = sessions(5.0)
+        api.wedged = lambda session_id, line: seen.append((session_id, line))
+        with pytest.raises(Wedged) as wedged:
+            await api._call("get_agent_snapshot", lambda client: failed(text), "s2")
+        assert isinstance(wedged.value, ServerUnavailable)
+        assert str(wedged.value).startswith("get_agent_snapshot: session s2: its workflow no "
+                                            "longer replays")
+        with pytest.raises(WorkflowQueryFailedError, match="handler raised"):
+            await api._call("get_agent_snapshot", lambda client: failed("handler raised"), "s2")
+
+    asyncio.run(scenario())
+    assert len(seen) == 1
+    session_id, line = seen[0]
+    assert session_id == "s2"
+    assert text in line
+    assert "\n" not in line
+    assert wedged_notes(dict(seen)) == [
+        f"engine finding: Temporal wedged {line}; only a worker still holding the run in its "
+        "cache can carry the session on"]

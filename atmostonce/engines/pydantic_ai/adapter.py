@@ -142,7 +142,8 @@ class PydanticAIEngine(TemporalEngine):
     def client(self) -> SessionAPI:
         return PydanticSessions(self.server.address, self.settings,
                                 connect_timeout=CONNECT_TIMEOUT,
-                                request_timeout=REQUEST_TIMEOUT, opened=self._opened.add)
+                                request_timeout=REQUEST_TIMEOUT, opened=self._opened.add,
+                                wedged=self._wedge)
 
 
 def engine_of(variant: str, setup: EngineSetup) -> PydanticAIEngine:

@@ -121,6 +121,8 @@ class TemporalEngine(ProxiedWorkers[_Worker]):
         self.started: list[Managed] = []
         self._count = 0
         self._opened: set[str] = set()
+        self._wedged: dict[str, str] = {}
+        """The sessions a query found no longer replaying, each with the first such error."""
         self._histories: list[Fetched] = []
         self._read = False
         self._unread = ""
@@ -207,7 +209,11 @@ class TemporalEngine(ProxiedWorkers[_Worker]):
     def client(self) -> SessionAPI:
         return TemporalSessions(self.server.address, self.settings,
                                 connect_timeout=CONNECT_TIMEOUT,
-                                request_timeout=REQUEST_TIMEOUT, opened=self._opened.add)
+                                request_timeout=REQUEST_TIMEOUT, opened=self._opened.add,
+                                wedged=self._wedge)
+
+    def _wedge(self, session_id: str, line: str) -> None:
+        self._wedged.setdefault(session_id, line)
 
     def server_log(self) -> ServerLog:
         log = server_log(self._histories, [w.events for w in self._workers.values()],
@@ -216,6 +222,7 @@ class TemporalEngine(ProxiedWorkers[_Worker]):
             log.notes.append(f"the workflow histories could not be read at the end "
                              f"({self._unread or 'the run stopped first'}): the server log "
                              "holds only the workers' notes")
+        log.notes.extend(wedged_notes(self._wedged))
         return log
 
     async def _read_histories(self) -> list[Fetched]:
@@ -287,3 +294,9 @@ def engine(setup: EngineSetup) -> TemporalEngine:
     """The Temporal adapter's factory: `--engine atmostonce.engines.temporal:engine`."""
     return TemporalEngine(setup)
 
+
+def wedged_notes(wedged: dict[str, str]) -> list[str]:
+    """One report line per session the engine wedged: a finding about the engine (Temporal's
+    SDK), reported even when the worker holding the run carried the session on (P-7)."""
+    return [f"engine finding: Temporal wedged {line}; only a worker still holding the run in "
+            f"its cache can carry the session on" for _, line in sorted(wedged.items())]

@@ -15,7 +15,9 @@ An update's answer comes once it is in the workflow's history, so an ask, an ans
 message acknowledged here is durable (TC-REC-1). A call that cannot reach the server, or whose
 answer does not come within the request timeout, raises `ServerUnavailable`: its outcome is
 unknown, and asking again is safe (asks by their update id; answers and user messages are
-judged by their effect). A request the workflow refuses is bad input (`SpecError`).
+judged by their effect). A request the workflow refuses is bad input (`SpecError`). A query
+that finds the session's workflow no longer replays (Temporal's nondeterminism error) raises
+`Wedged`, and the client tells its owner which session, with the error (`wedged`).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from typing import Any, TypeVar
 from temporalio.client import (
     Client,
     WorkflowHandle,
+    WorkflowQueryFailedError,
     WorkflowUpdateFailedError,
     WorkflowUpdateRPCTimeoutOrCancelledError,
 )
@@ -76,6 +79,10 @@ _QUERY_TASK_FAILED = "Workflow Task in failed state"
 """What a query gets at the same moment: the workflow's last task failed and the server retries
 it; the query read nothing, so asking again is safe (seen when the workers that run the
 workflows are the ones killed, as in the Pydantic AI mapping)."""
+NONDETERMINISM = "[TMPRL1100]"
+"""How Temporal's nondeterminism error begins: the worker that took the query replayed the
+workflow's history and the workflow's commands did not match it. Every worker without the run in
+its cache replays it the same way, so the session is wedged, not busy (docs/engines.md, P-7)."""
 _GONE = {RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED,
          RPCStatusCode.UNKNOWN, RPCStatusCode.INTERNAL, RPCStatusCode.ABORTED,
          RPCStatusCode.RESOURCE_EXHAUSTED}
@@ -88,6 +95,12 @@ class NotFound(SpecError):
 
 class Busy(ServerUnavailable):
     """The workflow has too many queries waiting; try again in a moment."""
+
+
+class Wedged(ServerUnavailable):
+    """The session's workflow no longer replays (NONDETERMINISM): a finding about the engine.
+    Only a worker that still holds the run in its cache can answer, so asking again later is
+    the most the harness can do, and its owner reports the session as wedged."""
 
 
 _QUIET: list[Runtime] = []
@@ -120,13 +133,17 @@ class TemporalSessions:
 
     def __init__(self, target: str, settings: Settings, *, connect_timeout: float = 5.0,
                  request_timeout: float = 10.0,
-                 opened: Callable[[str], None] = lambda session_id: None) -> None:
+                 opened: Callable[[str], None] = lambda session_id: None,
+                 wedged: Callable[[str, str], None] = lambda session_id, line: None) -> None:
         self.target = target
         self.settings = settings
         self.connect_timeout = connect_timeout
         self.request_timeout = request_timeout
         self.opened = opened
         """Called with each session id this client opens, so the engine can read its history."""
+        self.wedged = wedged
+        """Called with a session id and the error each time a query finds its workflow no
+        longer replays (`Wedged`), so the engine can report it."""
         self._client: Client | None = None
 
     async def _connected(self) -> Client:
@@ -139,9 +156,10 @@ class TemporalSessions:
                                         f"{type(error).__name__}: {error}") from None
         return self._client
 
-    async def _call(self, what: str, request: Callable[[Client], Awaitable[T]]) -> T:
+    async def _call(self, what: str, request: Callable[[Client], Awaitable[T]],
+                    session_id: str = "") -> T:
         """Run one request, its outcome unknown (ServerUnavailable) when the server does not
-        answer in time."""
+        answer in time; `session_id` names the workflow a query reads, for `Wedged`."""
         client = await self._connected()
         sent = asyncio.ensure_future(request(client))
         sent.add_done_callback(_retrieved)
@@ -156,6 +174,13 @@ class TemporalSessions:
                 raise ServerUnavailable(f"{what}: the server dropped the update before the "
                                         f"workflow took it ({cause})") from None
             raise SpecError(f"{what}: the workflow refused it: {cause or error}") from None
+        except WorkflowQueryFailedError as error:
+            if NONDETERMINISM not in str(error):
+                raise
+            line = (f"session {session_id or '?'}: its workflow no longer replays on a "
+                    f"Temporal worker (nondeterminism error {error})")
+            self.wedged(session_id, line)
+            raise Wedged(f"{what}: {line}") from None
         except RPCError as error:
             if error.status is _BUSY:
                 raise Busy(f"{what}: {error}") from None
@@ -226,7 +251,7 @@ class TemporalSessions:
         """The session's snapshot; an empty one for a session never opened."""
         try:
             view = await self._call("get_agent_snapshot", lambda c: self._session(
-                c, session_id).query(AgentSession.snapshot, rpc_timeout=self._rpc()))
+                c, session_id).query(AgentSession.snapshot, rpc_timeout=self._rpc()), session_id)
         except NotFound:
             return AgentSnapshot(session_id, (), ())
         return snapshot_of(view)
@@ -257,7 +282,7 @@ class TemporalSessions:
 
     async def _events(self, session_id: str, seen: int) -> list[EventView]:
         return await self._call("events", lambda c: self._session(c, session_id).query(
-            AgentSession.events_after, seen, rpc_timeout=self._rpc()))
+            AgentSession.events_after, seen, rpc_timeout=self._rpc()), session_id)
 
     async def close(self) -> None:
         self._client = None
