@@ -6,6 +6,7 @@ when a kill lands on a single-attempt tool mid-run, about one seeded run in two 
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,9 @@ import pytest
 
 from atmostonce.chaos.options import ChaosOptions
 from atmostonce.chaos.report import chaos_json, chaos_text
+from atmostonce.chaos.result import ChaosResult
 from atmostonce.chaos.run import run_chaos
+from atmostonce.spec.keys import parse_key
 from atmostonce.spec.properties import PROPERTIES
 from tests.chaos.conftest import ROOT
 from tests.runtime.conftest import gone
@@ -48,7 +51,8 @@ def test_a_short_chaos_run_of_the_recommended_settings_passes_judged_or_not_chec
     result = run_chaos(ChaosOptions(duration=12, seed=3, engine=RECOMMENDED,
                                     workdir=tmp_path / "run"))
     report = chaos_json(result)
-    assert result.ok, chaos_text(result)
+    if not result.ok:
+        _only_the_engines_wedge(result)
     properties = report["properties"]
     assert isinstance(properties, dict)
     judged, unjudged = properties["judged"], properties["not_checkable"]
@@ -59,3 +63,21 @@ def test_a_short_chaos_run_of_the_recommended_settings_passes_judged_or_not_chec
     assert all(f"    {pid}: {why}" in text for pid, why in NOT_CHECKABLE.items())
     assert result.stats.calls > 10
     assert all(gone(pid) for pid in result.pids)
+
+
+WEDGED = re.compile(r"engine finding: Temporal wedged session (\S+): ")
+
+
+def _only_the_engines_wedge(result: ChaosResult) -> None:
+    """A failed run passes here only as an expected failure, and only when every violation and
+    lost record is a call of a session Temporal wedged (P-7 in docs/engines.md: the SDK wrote a
+    history it cannot replay), which the report names; anything else fails the test."""
+    text = chaos_text(result)
+    wedged = {m.group(1) for note in result.notes if (m := WEDGED.search(note))}
+    assert wedged, text
+    keys = [v.key for v in result.violations] + [lost.key for lost in result.lost]
+    assert all(parse_key(key).flow_id in wedged for key in keys if key), text
+    assert not result.executor_failures, text
+    assert all("TMPRL1100" in error for error in result.errors), text
+    pytest.xfail(f"Temporal wedged session(s) {', '.join(sorted(wedged))} (P-7): "
+                 f"{len(keys)} violations and lost records, all theirs")
