@@ -23,6 +23,12 @@ class LedgerRun:
         self.cancelled = asyncio.Event()
         """Set when the engine stops the run; never set where it cannot."""
 
+    async def start(self) -> None:
+        """Put the run's start on record at the ledger, before the tool runs; SpecError or
+        OSError when the ledger did not record it."""
+        await self.ledger.request({"op": "run_started", "worker": self.worker,
+                                   "attempt": self.attempt, "key": self.key, "tool": self.tool})
+
     async def write(self, payload: str) -> WriteResult:
         """The tool's write with the call's key and no lease's deadline."""
         answer = await self.ledger.request({

@@ -12,7 +12,7 @@ from typing import TypeVar
 import pytest
 
 from atmostonce.runtime.client import Client
-from atmostonce.runtime.processes import Cluster
+from atmostonce.runtime.processes import Cluster, Managed
 from atmostonce.spec.protocol import ExecutorConfig
 from atmostonce.spec.session import ToolCallFinished, ToolCallView
 from tests.load import patience
@@ -28,6 +28,15 @@ LIMIT = 15.0
 def cluster() -> Iterator[Cluster]:
     with Cluster(config=CONFIG, workers=2) as started:
         yield started
+
+
+@pytest.fixture
+def stopped() -> Iterator[list[Managed]]:
+    """Processes a test started on its own; each is stopped when the test ends."""
+    started: list[Managed] = []
+    yield started
+    for process in started:
+        process.stop()
 
 
 @pytest.fixture

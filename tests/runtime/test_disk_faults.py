@@ -5,7 +5,6 @@ durable before: real processes under libfiu's `fiu-run -x`, the fault turned on 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,14 +23,6 @@ from atmostonce.spec.errors import SpecError
 LIMIT = 20.0
 
 pytestmark = pytest.mark.skipif(fiu.missing() is not None, reason=str(fiu.missing()))
-
-
-@pytest.fixture
-def stopped() -> Iterator[list[Managed]]:
-    started: list[Managed] = []
-    yield started
-    for process in started:
-        process.stop()
 
 
 def under_fiu(tmp_path: Path, role: str, args: list[str], stopped: list[Managed]) -> Managed:

@@ -4,7 +4,7 @@ and its traceback in its log, and the journal keeps exactly what was durable bef
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -87,14 +87,6 @@ def start_server(tmp_path: Path, factory: str, journal: Path | None = None) -> M
 def client_of(server: Managed) -> Client:
     token = read_token(Path(server.info["token_file"]))
     return Client("127.0.0.1", int(server.info["port"]), token=token)
-
-
-@pytest.fixture
-def stopped() -> Iterator[list[Managed]]:
-    started: list[Managed] = []
-    yield started
-    for process in started:
-        process.stop()
 
 
 def exit_status(server: Managed) -> int:

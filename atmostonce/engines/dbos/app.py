@@ -113,8 +113,7 @@ class RunContext:
             self.notes.note("started", attempt=attempt, key=call.key, tool=call.tool)
         run = LedgerRun(self.ledger, self.worker, attempt, call.key, call.tool)
         try:
-            await self.ledger.request({"op": "run_started", "worker": self.worker,
-                                       "attempt": attempt, "key": call.key, "tool": call.tool})
+            await run.start()
             ok, output = await run_tool(call.tool, call.arguments, run, self.table)
         except (SpecError, OSError, Fenced):
             self.notes.note("ended", attempt=attempt, ok=None)

@@ -59,8 +59,7 @@ class ToolProcess:
                          number=info.attempt, workflow=info.workflow_id)
         run = LedgerRun(self.ledger, self.name, attempt, plan.key, plan.tool)
         try:
-            await self.ledger.request({"op": "run_started", "worker": self.name,
-                                       "attempt": attempt, "key": plan.key, "tool": plan.tool})
+            await run.start()
         except SpecError as error:
             self.events.note("ended", attempt=attempt, ok=False)
             raise ToolFailed(mapping.tool_failed_text(

@@ -77,11 +77,10 @@ async def run_attempt(key: str, tool: str, arguments: str) -> dict[str, Any]:
     worker = current()
     attempt = worker.next_attempt(key)
     worker.events.note("started", attempt=attempt, key=key, tool=tool)
-    await worker.ledger.request({"op": "run_started", "worker": worker.name,
-                                 "attempt": attempt, "key": key, "tool": tool})
+    run = LedgerRun(worker.ledger, worker.name, attempt, key, tool)
+    await run.start()
     worker.runs[attempt] = key
     try:
-        run = LedgerRun(worker.ledger, worker.name, attempt, key, tool)
         ok, output = await run_tool(tool, arguments, run, worker.table)
     except asyncio.CancelledError:
         worker.runs.pop(attempt, None)
