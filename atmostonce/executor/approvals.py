@@ -62,11 +62,18 @@ class ApprovalRules(AttemptRules):
         return answer(state, event)
 
     def on_answer(self, event: Answer) -> list[Command]:
-        """A person's answer, replied to after it is durable (D-7, TC-REC-REJ)."""
+        """A person's answer, replied to after it is durable (D-7, TC-REC-REJ). The kept
+        deadline is read by the clock: an answer that comes after it loses to it even when
+        the deadline's timer is late, as after a stalled loop or a restart (D-32)."""
         call = self.state.calls.get(event.key)
         if call is None:
             return [Reply(event.request, False,
                           f"no tool call has the idempotency key {event.key!r}")]
+        if call.approval is WAITING and event.at >= call.asked_at + self.deadline_of(call):
+            late = self.on_approval_deadline(call.key, event.at)
+            late.append(StopTimer(APPROVAL_ID + call.key))
+            late.append(Reply(event.request, False, REPLY_TEXT[ApprovalReply.DEADLINE_PASSED]))
+            return late
         new, reply = self.approval_answer(
             call.approval, APPROVE if event.approve else REJECT)
         out: list[Command] = []

@@ -145,3 +145,20 @@ def test_a_deadline_after_the_approval_is_a_no_op() -> None:
     d.answer(key, True)
     assert d.send(TimerFired(d.now, deadline.timer)) == []
     assert d.view(key).status is ToolCallStatus.RUNNING
+
+
+@pytest.mark.clause("D-7", "D-32")
+@pytest.mark.parametrize("approve", [True, False], ids=["approve", "reject"])
+def test_an_answer_after_the_kept_deadline_loses_to_it_though_its_timer_is_late(
+    approve: bool,
+) -> None:
+    d, key = waiting()
+    d.now += d.config.approval_deadline
+    assert d.pending(TimerKind.APPROVAL_DEADLINE, key)
+    answered = d.answer(key, approve)
+    assert answered == Reply("r1", False, REPLY_TEXT[ApprovalReply.DEADLINE_PASSED])
+    view = d.view(key)
+    assert (view.status, view.error) == (ToolCallStatus.REJECTED,
+                                         reject_text(RejectReason.DEADLINE))
+    assert not d.pending(TimerKind.APPROVAL_DEADLINE, key)
+    assert d.poll("w1") is None
