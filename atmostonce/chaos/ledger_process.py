@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+from atmostonce.chaos import ledger_mutants
 from atmostonce.runtime import fiu
 from atmostonce.runtime.disk_faults import DISK_FAULT_EXIT
 from atmostonce.runtime.fiu import DiskFault
@@ -29,8 +30,12 @@ out may hold it for a moment)."""
 class LedgerProcess:
     """The effect ledger at `workdir`/ledger.db on loopback (see the module docstring)."""
 
-    def __init__(self, workdir: Path, token_file: Path, disk_faults: bool = False) -> None:
+    def __init__(self, workdir: Path, token_file: Path, disk_faults: bool = False,
+                 variant: str = "") -> None:
+        """`variant` names a broken ledger of `atmostonce.chaos.ledger_mutants` to run
+        instead of the real one."""
         self.db = workdir / "ledger.db"
+        self.variant = variant
         self.workdir = workdir
         self.token_file = token_file
         self.disk_faults = disk_faults
@@ -74,7 +79,10 @@ class LedgerProcess:
     def _spawn(self) -> Managed:
         number = len(self.started) + 1
         log = self.workdir / ("ledger.log" if number == 1 else f"ledger-{number}.log")
-        argv = [sys.executable, "-m", MODULE, "ledger", "--db", str(self.db), "--host", LOOPBACK,
+        program = [sys.executable, "-m", MODULE]
+        if self.variant:
+            program = [sys.executable, "-m", ledger_mutants.__name__, self.variant]
+        argv = [*program, "ledger", "--db", str(self.db), "--host", LOOPBACK,
                 "--port", str(self.port), "--token-file", str(self.token_file)]
         process = start("ledger", fiu.under_fiu(argv, self.control) if self.disk_faults
                         else argv, log)

@@ -167,7 +167,8 @@ def _run(options: ChaosOptions, factory: Callable[[EngineSetup], Engine], workdi
     try:
         token_file = workdir / "token"
         token = ensure_token(token_file)
-        ledger = LedgerProcess(workdir, token_file, disk_faults=disk)
+        ledger = LedgerProcess(workdir, token_file, disk_faults=disk,
+                               variant=options.ledger_variant)
         try:
             ledger.start()
         finally:

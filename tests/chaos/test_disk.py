@@ -2,9 +2,12 @@
 server stops on each one it meets and is started again from its journal with nothing
 acknowledged lost, so does the correct ledger, started again on its file while the workers'
 runs go on, and each positive control (a server that passes over a failed commit, one that
-answers before its commit) is caught with a lost acknowledgement and its history excerpt."""
+answers before its commit) is caught with a lost acknowledgement and its history excerpt, as is
+a ledger that answers a run's start before it is on disk."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 
@@ -14,6 +17,7 @@ from atmostonce.chaos.report import chaos_text
 from atmostonce.chaos.result import ChaosResult
 from atmostonce.chaos.run import run_chaos
 from atmostonce.runtime import fiu
+from tests.chaos.conftest import chaos
 from tests.chaos.test_nemeses import clean
 from tests.load import patience
 from tests.runtime.conftest import gone
@@ -73,3 +77,17 @@ def test_a_server_that_acknowledges_what_is_not_durable_is_caught(variant: str) 
     assert any(line.startswith(f"      #{first.positions[0]} ") for line in text.splitlines())
     assert result.kept is not None
     assert all(gone(pid) for pid in result.pids)
+
+
+def test_a_ledger_that_answers_a_run_start_before_it_is_on_disk_is_caught() -> None:
+    done = chaos("--duration", f"{DURATION * patience():g}", "--nemesis", "disk", "--pace",
+                 f"{PACE:g}", "--seed", str(ON_THE_LEDGER), "--min-faults", "2", "--workers", "2",
+                 "--ledger-variant", "late-starts", timeout=150.0)
+    assert done.returncode == 1, done.stdout + done.stderr
+    lost = [line.strip() for line in done.stdout.splitlines()
+            if line.startswith("    run_start ")]
+    assert lost, done.stdout
+    assert re.fullmatch(r"run_start \S+/\S+/\S+: seen a write of \S+#\d+ at \S+, now no run "
+                        r"start on record", lost[0]), lost[0]
+    assert "--ledger-variant late-starts" in done.stdout
+    assert "kept the run's files" in done.stderr
