@@ -18,7 +18,8 @@ from tests.chaos.test_disk_windows import Stand
 
 
 class LedgerStand:
-    """A ledger that is a number (its incarnation) and an exit status."""
+    """A ledger that is a number (its incarnation) and an exit status; a new one cannot start
+    while the old one runs (it holds the address)."""
 
     def __init__(self) -> None:
         self.process = 1
@@ -33,6 +34,8 @@ class LedgerStand:
         self.exit = -9
 
     def start(self) -> str:
+        if self.alive():
+            raise SpecError(f"ledger {self.process} still holds the address")
         self.process += 1
         self.exit = None
         return f"ledger {self.process}"
