@@ -334,5 +334,7 @@ def _runs_over(engine: Engine, ledger: LedgerReader, limit: float) -> None:
 
 
 def _counts(log: FaultLog) -> str:
-    counts = {**log.counts(), **log.consequences()}
-    return ", ".join(f"{kind} {n}" for kind, n in counts.items()) or "none yet"
+    """The faults so far in the summary's words: what was injected, apart from what the engine
+    did by itself, so the counts on stderr and in the summary are the same counts."""
+    seen = ", ".join(f"{kind} {n}" for kind, n in log.consequences().items()) or "none"
+    return f"injected: {log.summary()}; seen happen: {seen}"

@@ -1,5 +1,6 @@
 """`atmostonce chaos` as a command: bad input exits 2 with one line and starts nothing, and a run
-stopped with Ctrl-C (SIGINT) leaves no process and no temporary file behind."""
+stopped with Ctrl-C (SIGINT) leaves no process and no temporary file behind, and what it says
+on stderr about the faults counts them as its summary does."""
 
 from __future__ import annotations
 
@@ -79,3 +80,17 @@ def test_the_reference_adapter_is_an_engine(tmp_path: Path) -> None:
     built = engine(setup)
     assert isinstance(built, Engine)
     built.close()
+
+
+def test_the_fault_counts_on_stderr_are_the_summarys() -> None:
+    done = chaos("--duration", "4", "--workers", "2", "--seed", "4", "--nemesis", "kill,pause")
+    assert done.returncode == 0, done.stdout + done.stderr
+    said = re.search(r"drain: faults stopped after \S+ \(injected: ([^;]*); seen happen: "
+                     r"([^)]*)\)", done.stderr)
+    summary = re.search(r"faults injected: ([^;]*); workers that stopped themselves when their "
+                        r"lease ran out \(D-12\): (\d+)", done.stdout)
+    assert said is not None, done.stderr
+    assert summary is not None, done.stdout
+    assert said[1] == summary[1] != "none"
+    exits = re.search(r"exit (\d+)", said[2])
+    assert (int(exits[1]) if exits else 0) <= int(summary[2])
