@@ -71,6 +71,7 @@ class Managed:
         self.popen = popen
         self.info: dict[str, Any] = {}
         self.paused = False
+        self.started = time.monotonic()
 
     def __repr__(self) -> str:
         return f"<{self.role} pid {self.pid} {'alive' if self.alive else 'gone'}>"
@@ -146,7 +147,8 @@ class Managed:
                                 f"was ready: {self._last_error()}")
             if time.monotonic() > deadline:
                 self.kill()
-                raise SpecError(f"the {self.role} process was not ready within {timeout:g} s "
+                raise SpecError(f"the {self.role} process was not ready "
+                                f"{time.monotonic() - self.started:.1f} s after it was started "
                                 f"(log: {self.log})")
             time.sleep(0.01)
 
