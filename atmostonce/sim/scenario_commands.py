@@ -14,8 +14,9 @@ from atmostonce.sim.campaign import shown_on
 from atmostonce.sim.report import replay_json, replay_text
 from atmostonce.sim.scenario import ScenarioFile, load
 from atmostonce.sim.scenario_draw import build, check_size
-from atmostonce.sim.scenario_report import scenario_json, scenario_text, sweep_json, sweep_text
+from atmostonce.sim.scenario_report import scenario_json, scenario_text
 from atmostonce.sim.scenario_run import ScenarioResult, run_one, simulate, sweep
+from atmostonce.sim.scenario_sweep_report import sweep_json, sweep_text
 from atmostonce.spec.errors import SpecError
 
 EXIT_OK = 0
