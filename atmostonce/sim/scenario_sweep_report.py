@@ -67,9 +67,9 @@ def sweep_text(name: str, rows: Sequence[SweepRow]) -> str:
         if not row.result.ok:
             lines += ["", f"{name}={row.value}:", *violation_lines(row.result.campaign)]
     verdict = all(row.result.ok for row in rows)
-    lines += ["", "to record: from the go-ahead, the first attempt handed to a worker; unknown p50: "
-              "the median time from it to an outcome_unknown record; approval wait: from the "
-              "ask to the answer or the deadline",
+    lines += ["", "to record: from the go-ahead, the first attempt handed to a worker; unknown "
+              "p50: the median time from it to an outcome_unknown record; approval wait: from "
+              "the ask to the answer or the deadline",
               "verdict: PASS (no violation)" if verdict else
               "verdict: FAIL (a value broke a property; see above)"]
     return "\n".join(lines)
