@@ -9,7 +9,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from atmostonce.sim.report import violation_lines
-from atmostonce.sim.scenario_report import pct, reason_legend, scenario_json, seconds
+from atmostonce.sim.scenario_report import (
+    interval,
+    pct,
+    reason_legend,
+    scenario_json,
+    seconds,
+)
 from atmostonce.sim.scenario_run import SweepRow
 from atmostonce.sim.tool_stats import FAILURE_REASONS, Times, ToolTotals, combined
 
@@ -20,11 +26,6 @@ Cell = Callable[[ToolTotals], str | None]
 TITLES = ("outcome_unknown by tool", "double run by tool", "failed by reason",
           "to record p50/p99 s by tool", "approval wait p50/p99 s by tool")
 """The tables by tool (or reason), whose names share one column width."""
-
-
-def _interval(t: ToolTotals, hits: int) -> str:
-    s = t.share(hits)
-    return f"{pct(float(s['share']))} [{pct(float(s['low']))}, {pct(float(s['high']))}]"
 
 
 def _times(times: Times | None) -> tuple[str, str]:
@@ -52,7 +53,7 @@ def sweep_text(name: str, rows: Sequence[SweepRow]) -> str:
         wait50, wait99 = _times(t.approval_wait())
         lines.append(
             f"  {row.value:>{width}} {t.calls:>8,} "
-            f"{_interval(t, t.records['outcome_unknown']):>22} {_interval(t, t.double_runs):>22} "
+            f"{interval(t, t.records['outcome_unknown']):>22} {interval(t, t.double_runs):>22} "
             f"{p50:>7} {p99:>7} {unknown:>15} {wait50:>7} {wait99:>7} "
             f"{t.retries / max(t.calls, 1):>9.4f}  {'pass' if row.result.ok else 'FAIL'}")
     unknown_title, double_title, failed_title, record_title, wait_title = TITLES
