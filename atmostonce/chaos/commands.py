@@ -22,6 +22,7 @@ from types import FrameType
 from typing import Any
 
 from atmostonce import arguments
+from atmostonce.chaos.ledger_mutants import VARIANTS
 from atmostonce.chaos.nemesis import DEFAULT_KINDS, NemesisKind
 from atmostonce.check.executors import pipe
 from atmostonce.check.executors.loading import DEFAULT_EXECUTOR, load_callable
@@ -89,6 +90,10 @@ def register(subparsers: Any) -> None:
     chaos.add_argument("--executor", default=DEFAULT_EXECUTOR, metavar="MODULE:FACTORY",
                        help=f"the executor the engine's server runs (default {DEFAULT_EXECUTOR})")
     pipe.add_arguments(chaos)
+    chaos.add_argument("--ledger-variant", default="", choices=sorted(VARIANTS),
+                       help="run a broken effect ledger instead of the real one, the positive "
+                       "control of the disk nemesis's ledger target: late-starts answers a "
+                       "run's start before it is on disk")
     chaos.add_argument("--workdir", type=arguments.output_directory, metavar="DIR",
                        help="keep the journal, the ledger and the logs in DIR (default: a "
                        "temporary directory, removed afterwards unless the run failed: then its "
@@ -163,7 +168,7 @@ def cmd_chaos(args: argparse.Namespace) -> int:
                            fence=args.fence,
                            cancel_records_failed=args.cancel_records_failed,
                            engine=args.engine, executor=args.executor,
-                           workdir=args.workdir)
+                           ledger_variant=args.ledger_variant, workdir=args.workdir)
     signal.signal(signal.SIGTERM, _interrupt)
     with progress.board(args.json) as shown:
         meter = shown.meter("chaos", total=options.duration, unit="s")

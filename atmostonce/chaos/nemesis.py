@@ -12,12 +12,16 @@ Five kinds, each at its own mean rate, at moments and on targets drawn from the 
 - `restart`: the server gets SIGKILL and is started again from its journal (D-8); some
   restarts wait until a call waits for approval.
 - `disk` (not in the default set; it needs an engine with `DiskFaults`, such as the reference
-  one under libfiu): for a window the server's disk fails: fsync and fdatasync with EIO, or
-  its writes with EIO or ENOSPC. A server that commits then must stop (exit status 4,
-  `atmostonce.runtime.disk_faults`) and is started again from its journal, counted as a
-  `disk-exit`; one that lives through the window is killed after it and started again from
-  its journal too, so that whatever it answered meanwhile must be there. No worker is started
-  during a window: the server may stop at any moment then, and a worker start waits for it.
+  one under libfiu): for a window the disk under the engine's server or under the effect
+  ledger, drawn from the seed, fails: fsync and fdatasync with EIO, or its writes with EIO or
+  ENOSPC. A process that commits then must stop (exit status 4,
+  `atmostonce.runtime.disk_faults`) and is started again from its file, counted as a
+  `disk-exit` (the server) or a `ledger-disk-exit`; one that lives through the window is killed
+  after it and started again from its file too, so that whatever it answered meanwhile must be
+  there. The ledger comes back on its address, so workers and the harness find it again; while
+  it is down a tool's run start or write goes unanswered, and the tool reports that it did not
+  run or that its write failed. No worker is started during a window: the process may stop at
+  any moment then, and a worker start waits for both.
 
 Pauses and cuts last less than the lease, between the lease and the heartbeat timeout, or
 longer, so every side of D-12 is met. Targets are preferably workers running a tool right now
@@ -37,6 +41,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from atmostonce.engines.adapter import CutMode, DiskFaults, Engine, WorkerRef
 from atmostonce.runtime.fiu import DiskFault
@@ -74,10 +79,13 @@ BUSY_FIRST = 0.7
 """How likely a fault picks a worker that runs a tool, when one does."""
 PAUSE_MARGIN = 0.01
 """Seconds a process may still run after SIGSTOP was sent."""
-CONSEQUENCES = ("exit", "server-died", "disk-exit")
+CONSEQUENCES = ("exit", "server-died", "disk-exit", "ledger-disk-exit", "ledger-died")
 """Fault log kinds the nemesis did not inject but saw happen."""
 DISK_WINDOW = (0.3, 2.0)
 """Bounds in seconds of a disk fault's window."""
+SERVER = "server"
+LEDGER = "ledger"
+"""The processes whose disk may fail: the engine's server and the effect ledger."""
 
 
 def now() -> float:
@@ -85,14 +93,30 @@ def now() -> float:
 
 
 class EngineFailed(Exception):
-    """The engine cannot go on: its server or a worker did not start."""
+    """The engine cannot go on: its server, a worker or the effect ledger did not start."""
+
+
+class Ledger(DiskFaults, Protocol):
+    """The effect ledger as the nemesis fails its disk (`atmostonce.chaos.ledger_process`):
+    it can be asked whether it runs, killed, and started again on its file and address."""
+
+    def alive(self) -> bool:
+        """Whether the ledger process runs."""
+
+    def kill(self) -> None:
+        """SIGKILL it and wait until it is gone."""
+
+    def start(self) -> str:
+        """Start it again on its file and address, waiting until it serves; what was started.
+        SpecError when it does not serve."""
 
 
 @dataclass(frozen=True)
 class Fault:
     """One fault as it happened: `kind` is kill, pause, partition-hold, partition-drop,
-    restart, disk, exit (a worker ended itself), disk-exit (the server stopped on a disk fault)
-    or server-died; `end` is when it was undone."""
+    restart, disk, exit (a worker ended itself), disk-exit (the server stopped on a disk
+    fault), ledger-disk-exit (the ledger did), server-died or ledger-died; `end` is when it was
+    undone; `target` is the process whose disk failed (server or ledger), for disk faults."""
 
     kind: str
     start: float
@@ -100,6 +124,7 @@ class Fault:
     worker: str = ""
     names: tuple[str, ...] = ()
     detail: str = ""
+    target: str = ""
 
     def line(self, origin: float) -> str:
         span = f"{self.start - origin:8.3f}s" + (
@@ -126,6 +151,10 @@ class FaultLog:
         """The injected faults by kind in one line, such as `kill 3, pause 1`."""
         return ", ".join(f"{kind} {n}" for kind, n in self.counts().items()) or "none"
 
+    def disk_windows(self) -> dict[str, int]:
+        """The disk faults' windows by the process whose disk failed (server, ledger)."""
+        return dict(sorted(Counter(f.target for f in self.faults if f.kind == "disk").items()))
+
     def consequences(self) -> dict[str, int]:
         """What the engine did by itself: workers that ended themselves (fenced, D-12), a server
         that died."""
@@ -140,9 +169,11 @@ class Nemesis:
                  config: ExecutorConfig, workers: int, barrier: Callable[[], None],
                  busy: Callable[[], set[str]], say: Callable[[str], None],
                  pace: float = 1.0, cuts: tuple[CutMode, ...] = tuple(CutMode),
-                 waiting: Callable[[], bool] = lambda: False) -> None:
+                 waiting: Callable[[], bool] = lambda: False, ledger: Ledger | None = None
+                 ) -> None:
         """`busy` names the workers running a tool now; `waiting` says whether a call waits
-        for approval now, for the restarts timed to strike then."""
+        for approval now, for the restarts timed to strike then; `ledger`, when given, is a
+        target of disk faults beside the server, kept running as the server is."""
         self.engine = engine
         self.kinds = kinds
         self.pace = pace
@@ -166,8 +197,9 @@ class Nemesis:
         self.injected: Counter[NemesisKind] = Counter()
         """Faults injected so far, by kind (a pause counts when it starts)."""
         self._order = itertools.count()
-        self.disk_on: tuple[int, DiskFault, float] | None = None
-        """The disk fault on now: its number, what it is, since when."""
+        self.ledger = ledger
+        self.disk_on: tuple[int, DiskFault, float, str] | None = None
+        """The disk fault on now: its number, what it is, since when, and its target."""
         self._windows = itertools.count(1)
 
     # -- the loop ------------------------------------------------------------------------------
@@ -226,7 +258,9 @@ class Nemesis:
     # -- keeping the engine whole --------------------------------------------------------------
 
     def supervise(self) -> None:
-        """Notice a server that died on its own and workers that ended themselves."""
+        """Notice a server or ledger that died on its own and workers that ended themselves."""
+        if self.ledger is not None and not self.ledger.alive():
+            self._ledger_gone(self.ledger)
         if self.server_down_since is None and not self.engine.server_alive():
             at = now()
             if isinstance(self.engine, DiskFaults) and self.engine.died_of_disk_fault():
@@ -236,7 +270,7 @@ class Nemesis:
             self.log.restarts.append(now())
             self.log.faults.append(Fault("server-died", at, None, detail="not the nemesis"))
             self.log.errors.append(f"the server died on its own at {at:.3f}")
-            self._close_window(at, "the server died during it, not of the fault")
+            self._close_window(at, "the server died during it, not of the fault", SERVER)
             self._start_server("the server died on its own; started it again from its journal")
         for wid, ref in list(self.live.items()):
             if wid not in self.faulted and not self.engine.worker_alive(ref):
@@ -365,7 +399,7 @@ class Nemesis:
         at = now()
         self.engine.kill_server()
         self.injected[NemesisKind.RESTART] += 1
-        self._close_window(at, "the server was killed and restarted during it")
+        self._close_window(at, "the server was killed and restarted during it", SERVER)
         self.barrier()
         boundary = now()
         self.log.restarts.append(boundary)
@@ -380,45 +414,65 @@ class Nemesis:
         self._later(self.rng.uniform(0.0, 0.4), start)
 
     def _disk(self) -> None:
-        """Make the server's disk fail for a window (see the module docstring)."""
+        """Make the disk of the server or the ledger fail for a window (see the module
+        docstring)."""
         engine = self.engine
         if (self.settling or self.server_down_since is not None or self.disk_on is not None
                 or not isinstance(engine, DiskFaults)):
             return
+        targets: dict[str, DiskFaults] = {SERVER: engine}
+        if self.ledger is not None:
+            targets[LEDGER] = self.ledger
+        target = self.rng.choice(tuple(targets)) if len(targets) > 1 else SERVER
         fault = self.rng.choice(tuple(DiskFault))
         window = self.rng.uniform(*DISK_WINDOW)
         try:
-            engine.disk_fault(fault)
+            targets[target].disk_fault(fault)
         except SpecError:
             return
         number = next(self._windows)
-        self.disk_on = (number, fault, now())
+        self.disk_on = (number, fault, now(), target)
         self.injected[NemesisKind.DISK] += 1
         self._later(window, lambda: self._disk_over(number))
 
     def _disk_over(self, number: int) -> None:
-        """End window `number` if it is still on: the fault is cleared and the server, which
-        lived through it, is killed and started again from its journal. A server that is gone
-        by now is left to `supervise`, which ends the window with its exit."""
-        if self.disk_on is None or self.disk_on[0] != number or not self.engine.server_alive():
+        """End window `number` if it is still on: the fault is cleared and its process, which
+        lived through it, is killed and started again from its file. A process that is gone by
+        now is left to `supervise`, which ends the window with its exit."""
+        if self.disk_on is None or self.disk_on[0] != number:
             return
-        fault = self.disk_on[1]
+        fault, target = self.disk_on[1], self.disk_on[3]
+        if target == LEDGER:
+            ledger = self.ledger
+            assert ledger is not None
+            if not ledger.alive():
+                return
+            ledger.clear_disk_fault(fault)
+            self._close_window(now(), "the ledger lived through it; killed and started again on "
+                               "its file", LEDGER)
+            ledger.kill()
+            self._start_ledger(f"{fault.value} over: restarted the effect ledger on its file")
+            return
+        if not self.engine.server_alive():
+            return
         engine = self.engine
         assert isinstance(engine, DiskFaults)
         engine.clear_disk_fault(fault)
         self._close_window(now(), "the server lived through it; killed and started again from "
-                           "its journal")
+                           "its journal", SERVER)
         self.engine.kill_server()
         self.barrier()
         self.log.restarts.append(now())
         self._start_server(f"{fault.value} over: restarted the server from its journal")
 
-    def _close_window(self, at: float, how: str) -> None:
-        """Log the disk window that is on, if any, as ended at `at`, and `how`."""
-        if self.disk_on is not None:
-            _, fault, since = self.disk_on
+    def _close_window(self, at: float, how: str, target: str) -> None:
+        """Log the disk window that is on, if any and if its target is `target`, as ended at
+        `at`, and `how`."""
+        if self.disk_on is not None and self.disk_on[3] == target:
+            _, fault, since, _ = self.disk_on
             self.disk_on = None
-            self.log.faults.append(Fault("disk", since, at, detail=f"{fault.value}: {how}"))
+            self.log.faults.append(Fault("disk", since, at, detail=f"{target} {fault.value}: "
+                                         f"{how}", target=target))
 
     def _disk_exit(self, at: float) -> None:
         """The server stopped on a disk fault, as it must: log it and start it again from its
@@ -426,7 +480,33 @@ class Nemesis:
         self.barrier()
         self.log.restarts.append(now())
         self.log.faults.append(Fault("disk-exit", at, None, detail="the server stopped on a "
-                                     "disk fault"))
-        self._close_window(at, "the server stopped on it")
+                                     "disk fault", target=SERVER))
+        self._close_window(at, "the server stopped on it", SERVER)
         self._start_server("the server stopped on a disk fault; started it again from its "
                            "journal")
+
+    def _ledger_gone(self, ledger: Ledger) -> None:
+        """The ledger is gone: stopped on a disk fault, as it must, or died on its own (an
+        error of the run); either way it is started again on its file."""
+        at = now()
+        if ledger.died_of_disk_fault():
+            self.log.faults.append(Fault("ledger-disk-exit", at, None, detail="the ledger "
+                                         "stopped on a disk fault", target=LEDGER))
+            self._close_window(at, "the ledger stopped on it", LEDGER)
+            self._start_ledger("the effect ledger stopped on a disk fault; started it again on "
+                               "its file")
+            return
+        self.log.faults.append(Fault("ledger-died", at, None, detail="not the nemesis",
+                                     target=LEDGER))
+        self.log.errors.append(f"the effect ledger died on its own at {at:.3f}")
+        self._close_window(at, "the ledger died during it, not of the fault", LEDGER)
+        self._start_ledger("the effect ledger died on its own; started it again on its file")
+
+    def _start_ledger(self, what: str) -> None:
+        assert self.ledger is not None
+        try:
+            started = self.ledger.start()
+        except SpecError as error:
+            self.log.errors.append(f"the effect ledger did not start again: {error}")
+            raise EngineFailed(str(error)) from None
+        self.say(f"{what} ({started})")

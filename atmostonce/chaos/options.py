@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from atmostonce.chaos.ledger_mutants import VARIANTS
 from atmostonce.chaos.nemesis import DEFAULT_KINDS, NemesisKind
 from atmostonce.check.executors.loading import DEFAULT_EXECUTOR
 from atmostonce.engines.adapter import DEFAULT_ENGINE, CutMode
@@ -51,6 +52,9 @@ class ChaosOptions:
     """Seconds the drain may take for every call to reach a record."""
     sessions: int = 0
     """Sessions running at a time; 0 for four per worker."""
+    ledger_variant: str = ""
+    """A broken effect ledger to run instead of the real one (`chaos.ledger_mutants`): a
+    positive control of the disk nemesis's ledger target; "" for the real ledger."""
     workdir: Path | None = None
     """Where to keep the run's files (journal, ledger, logs); when None, a temporary directory
     that is removed afterwards, unless the run failed (then it is kept and its path printed)."""
@@ -76,6 +80,9 @@ class ChaosOptions:
             raise SpecError(f"the drain must last more than 0 seconds, got {self.drain:g}")
         if self.sessions < 0:
             raise SpecError(f"sessions must be >= 0, got {self.sessions}")
+        if self.ledger_variant and self.ledger_variant not in VARIANTS:
+            raise SpecError(f"--ledger-variant must be one of {', '.join(VARIANTS)}, got "
+                            f"{self.ledger_variant!r}")
 
     @property
     def config(self) -> ExecutorConfig:
@@ -102,4 +109,6 @@ class ChaosOptions:
             parts.append(f"--engine {self.engine}")
         if self.executor != DEFAULT_EXECUTOR:
             parts.append(f"--executor {self.executor}")
+        if self.ledger_variant:
+            parts.append(f"--ledger-variant {self.ledger_variant}")
         return " ".join(parts)

@@ -38,6 +38,7 @@ def chaos_json(result: ChaosResult) -> dict[str, object]:
         "calls": result.stats.calls,
         "faults": result.faults.counts(),
         "engine_events": result.faults.consequences(),
+        "disk_windows": result.faults.disk_windows(),
         "server_restarts": len(result.faults.restarts),
         "records": totals["records"],
         "retries": totals["retries"],
@@ -95,8 +96,10 @@ def chaos_text(result: ChaosResult) -> str:
         f"  faults injected: {faults}; workers that stopped themselves when their lease ran "
         f"out (D-12): {own.get('exit', 0)}; server deaths not injected: "
         f"{own.get('server-died', 0)}"
-        + (f"; servers that stopped on a disk fault and were started again: "
-           f"{own.get('disk-exit', 0)}" if NemesisKind.DISK in o.nemesis else ""),
+        + (f"; disk windows by target: {_windows(result.faults.disk_windows())}; servers "
+           f"that stopped on a disk fault and were started again: {own.get('disk-exit', 0)}, "
+           f"ledgers: {own.get('ledger-disk-exit', 0)}" if NemesisKind.DISK in o.nemesis
+           else ""),
         *(f"  {note}" for note in result.notes),
         f"  reconcile: {rec['runs']} runs ({rec['crashed']} died after a send), "
         f"{rec['sends']} reports sent",
@@ -181,3 +184,7 @@ def _violations(result: ChaosResult) -> list[str]:
     if len(result.violations) > SHOWN:
         lines.append(f"    ... and {len(result.violations) - SHOWN} more (--json lists all)")
     return lines
+
+
+def _windows(counts: dict[str, int]) -> str:
+    return ", ".join(f"{target} {n}" for target, n in counts.items()) or "none"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from atmostonce.chaos.nemesis import SERVER
 from atmostonce.chaos.result import ChaosResult
 from atmostonce.check.history.call_edges import NOT_FROM_HISTORY
 from atmostonce.report.counts import layer_counts
@@ -20,15 +21,17 @@ def chaos_section(result: ChaosResult, check: Check, layer: str = "runtime") -> 
 
     totals = result.totals
     lanes, bars, bands = timeline(result.entries)
-    bands += [Band(f.start, f.end, "disk") for f in result.faults.faults
-              if f.kind == "disk" and f.end is not None]
+    t0 = result.entries[0].at if result.entries else 0.0
+    bands += [Band(f.start - t0, f.end - t0, "disk" if f.target == SERVER else
+                   f"disk ({f.target})")
+              for f in result.faults.faults if f.kind == "disk" and f.end is not None]
     shown = (*plots(totals.records, totals.times, "seconds"),
              Chart("Timeline", timeline_chart(
                  lanes, bars, bands, f"seed {result.options.seed}, seconds since the start"),
                    "Each session's calls as bars from ask to record, coloured by record; each "
                    "worker's tool runs (from the effect ledger); faults shaded: crashes and "
                    "cut connections on their worker, server restarts and windows of a failing "
-                   "disk across the picture."))
+                   "disk (the server's, or the ledger's) across the picture."))
     counterexamples = []
     for v in result.violations[:3]:
         svg, caption = violation_chart(result.entries, v, f"{v.property} on {v.key or 'the run'}")

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from atmostonce.chaos.agents import ChaosAgents
 from atmostonce.chaos.judge import judge
+from atmostonce.chaos.ledger_process import LedgerProcess, LedgerReader
 from atmostonce.chaos.lost import lost_records
 from atmostonce.chaos.nemesis import EngineFailed, FaultLog, Nemesis, NemesisKind
 from atmostonce.chaos.observations import Observations
@@ -50,9 +51,8 @@ from atmostonce.engines.adapter import (
     load_engine,
 )
 from atmostonce.progress import QUIET, Meter
-from atmostonce.runtime.ledger_client import LedgerClient, LedgerRun, Write
+from atmostonce.runtime.ledger_client import LedgerRun, Write
 from atmostonce.runtime.loop import LoopThread
-from atmostonce.runtime.processes import Managed, spawn
 from atmostonce.runtime.reconcile import ledger_check
 from atmostonce.runtime.tokens import ensure_token
 from atmostonce.runtime.wire import LOOPBACK
@@ -62,7 +62,6 @@ from atmostonce.spec.errors import SpecError
 
 RUNS_OVER = 15.0
 """Seconds the drain waits for tool runs still going after their call's record."""
-READY = 20.0
 PROGRESS_EVERY = 0.5
 """Seconds between two counts of the calls for the live display (each asks the agents' loop)."""
 BUSY_PROBES = 40
@@ -162,22 +161,24 @@ def run_chaos(options: ChaosOptions, say: Say = lambda line: None, meter: Meter 
 
 def _run(options: ChaosOptions, factory: Callable[[EngineSetup], Engine], workdir: Path,
          got: _Collected, say: Say, meter: Meter) -> None:
-    ledger: Managed | None = None
+    ledger: LedgerProcess | None = None
     engine: Engine | None = None
     io: LoopThread | None = None
+    disk = NemesisKind.DISK in options.nemesis
     try:
         token_file = workdir / "token"
         token = ensure_token(token_file)
-        ledger = spawn("ledger", ["--db", str(workdir / "ledger.db"), "--host", LOOPBACK,
-                                  "--port", "0", "--token-file", str(token_file)],
-                       workdir / "ledger.log")
-        got.pids.append(ledger.pid)
-        ledger.wait_ready(READY)
-        port = int(ledger.info["port"])
+        ledger = LedgerProcess(workdir, token_file, disk_faults=disk,
+                               variant=options.ledger_variant)
+        try:
+            ledger.start()
+        finally:
+            got.pids.extend(ledger.pids())
+        port = ledger.port
         (workdir / "engine").mkdir(exist_ok=True)
         setup = EngineSetup(workdir / "engine", f"{LOOPBACK}:{port}", options.config,
                             options.workers, options.executor, token_file=token_file,
-                            disk_faults=NemesisKind.DISK in options.nemesis)
+                            disk_faults=disk)
         engine = built(factory, setup, options.engine)
         got.limits = _with_disk(limits_of(engine), engine)
         _check_targets(got.limits)
@@ -194,12 +195,12 @@ def _run(options: ChaosOptions, factory: Callable[[EngineSetup], Engine], workdi
             say(f"started the effect ledger (pid {ledger.pid}) and {got.engine}; pids "
                 f"{' '.join(str(p) for p in [ledger.pid, *engine.pids()])}")
             io = LoopThread("atmostonce-chaos")
-            with LedgerClient(LOOPBACK, port, token=token) as ledger_client:
-                _drive(options, engine, io, (port, token), ledger_client, got, say, meter)
-                got.runs = ledger_client.runs()
-                got.writes = ledger_client.writes()
+            with LedgerReader(ledger, token) as reader:
+                _drive(options, engine, io, (port, token), ledger, reader, got, say, meter)
+                got.runs = reader.runs()
+                got.writes = reader.writes()
         engine.close()
-        got.pids = sorted(set(got.pids) | set(engine.pids()))
+        got.pids = sorted(set(got.pids) | set(engine.pids()) | set(ledger.pids()))
         got.log = engine.server_log()
     finally:
         if io is not None:
@@ -208,6 +209,7 @@ def _run(options: ChaosOptions, factory: Callable[[EngineSetup], Engine], workdi
             got.pids = sorted(set(got.pids) | set(engine.pids()))
             engine.close()
         if ledger is not None:
+            got.pids = sorted(set(got.pids) | set(ledger.pids()))
             ledger.stop()
 
 
@@ -229,9 +231,11 @@ def _check_targets(limits: Limits) -> None:
 
 
 def _drive(options: ChaosOptions, engine: Engine, io: LoopThread, ledger_at: tuple[int, str],
-           ledger: LedgerClient, got: _Collected, say: Say, meter: Meter) -> None:
+           ledger_process: LedgerProcess, ledger: LedgerReader, got: _Collected, say: Say,
+           meter: Meter) -> None:
     """The agents and the nemesis for the duration, then the drain; `ledger_at` is the
-    ledger's port and token, for the reconcile job's check."""
+    ledger's port and token, for the reconcile job's check; the ledger's disk fails too when
+    the server's does (the nemesis's `disk`)."""
     check, close_check = io.call(lambda: ledger_check(LOOPBACK, *ledger_at))
     sessions = options.sessions or 4 * options.workers
     agents = io.call(lambda: ChaosAgents(engine.client(), engine.client(), got.obs,
@@ -242,14 +246,19 @@ def _drive(options: ChaosOptions, engine: Engine, io: LoopThread, ledger_at: tup
     def busy() -> set[str]:
         keys = io.call(agents.in_flight)
         names: set[str] = set()
-        for key in rng.sample(keys, min(BUSY_PROBES, len(keys))):
-            names.update(r.worker for r in ledger.runs(key) if r.ended is None)
+        try:
+            for key in rng.sample(keys, min(BUSY_PROBES, len(keys))):
+                names.update(r.worker for r in ledger.runs(key) if r.ended is None)
+        except SpecError:
+            pass  # the ledger is down for a disk fault: no worker is known to be busy
         return names
 
     kinds = tuple(k for k in options.nemesis if k.value not in got.limits.no_target)
+    hurt_ledger = NemesisKind.DISK in kinds and isinstance(engine, DiskFaults)
     nemesis = Nemesis(engine, kinds, options.seed, options.config, options.workers,
                       io.drain, busy, say, options.pace, options.cuts,
-                      lambda: bool(io.call(lambda: len(agents.awaiting))))
+                      lambda: bool(io.call(lambda: len(agents.awaiting))),
+                      ledger_process if hurt_ledger else None)
     got.faults = nemesis.log
     began = time.monotonic()
     shown = [began - PROGRESS_EVERY]
@@ -313,7 +322,7 @@ def _drain(options: ChaosOptions, nemesis: Nemesis, agents: ChaosAgents, io: Loo
         got.errors.append("the final reconcile runs and snapshots did not end in time")
 
 
-def _runs_over(engine: Engine, ledger: LedgerClient, limit: float) -> None:
+def _runs_over(engine: Engine, ledger: LedgerReader, limit: float) -> None:
     """Wait until no tool run at a live worker is still going (a cancelled run may go on after
     its record, TC-AMO-3), for at most `limit` seconds."""
     deadline = time.monotonic() + limit

@@ -399,8 +399,14 @@ _ENDED_TEXT = {AttemptEnd.WORKER_LOST: "was lost with its worker",
 
 def _uncarried_failure(c: Call, error: str) -> str:
     """What is wrong with a failed error the tool's own failure decided, when the ledger says
-    which failure its runs reported and the error carries none of them (D-3)."""
-    failures = [run.failure for run in c.runs if run.failure is not None]
+    which failure the deciding attempt's runs reported and the error carries none of them
+    (D-3). When the ledger names the runs' attempts, only the deciding one's count: a run of an
+    attempt given up before may report its failure afterwards (TC-AMO-3), deciding nothing,
+    and the deciding attempt's tool may have failed before its run was on record."""
+    runs = c.runs
+    if c.current is not None and any(run.attempt is not None for run in runs):
+        runs = [run for run in runs if run.attempt is c.current]
+    failures = [run.failure for run in runs if run.failure is not None]
     if failures and not any(failure in error for failure in failures):
         return f"the tool reported the failure {failures[0]!r}, which it does not carry (D-3)"
     return ""

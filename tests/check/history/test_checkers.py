@@ -532,6 +532,34 @@ def test_a_record_meaning_catches_a_tool_failure_left_out_of_the_error() -> None
     assert failed(f"{TOOL_ERROR}: timed out") == {PropertyId.A_RECORD_MEANING}
 
 
+@pytest.mark.clause("D-3", "TC-AMO-3")
+def test_a_record_meaning_asks_only_the_deciding_attempts_failure_of_the_error() -> None:
+    """A run of an attempt that timed out reports its failure afterwards; the next attempt's
+    tool failure decides the call, and only that one must be in the error: one the ledger
+    shows, or, when that run never got on record, whatever its worker reported."""
+    def failed(error: str, second_run: bool) -> set[str]:
+        s = Story()
+        s.policy("update", IDEM)
+        s.session()
+        key = s.ask("update", "c1")
+        s.hand(key, "a1", "w1", "update")
+        first = s.run(key, "a1", "w1", "update")
+        s.timed_out(key, "a1")
+        s.cancel("w1", "a1")
+        s.end(first, h.RunEnd.TOOL_FAILED, "late failure")
+        s.hand(key, "a2", "w2", "update")
+        if second_run:
+            s.end(s.run(key, "a2", "w2", "update"), h.RunEnd.TOOL_FAILED, "card declined")
+        s.result("w2", "a2", False)
+        s.publish(key, S.FAILED, error)
+        return s.properties() & {PropertyId.A_RECORD_MEANING}
+
+    assert failed(f"{TOOL_ERROR}: card declined", second_run=True) == set()
+    assert failed(f"{TOOL_ERROR}: late failure", second_run=True) == {
+        PropertyId.A_RECORD_MEANING}
+    assert failed(f"{TOOL_ERROR}: update did not run: no ledger", second_run=False) == set()
+
+
 def _seen(kept: tuple[EffectClass, bool, float | None] | None = None,
           attempts: tuple[AttemptView, ...] = ()) -> set[str]:
     """A call of a write that needs approval (the executor's 300 s deadline), approved, lost
