@@ -7,8 +7,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from atmostonce.report.plots import RECORD_COLOURS, _pyplot, _svg
+from atmostonce.report.plots import _pyplot, _svg
 
+RECORD_COLOURS = {
+    "succeeded": "#009e73",
+    "failed": "#e69f00",
+    "rejected": "#56b4e9",
+    "outcome_unknown": "#d55e00",
+}
+"""A record's colour in the sweep's panels (Okabe and Ito's colour-blind-safe hues)."""
 REASON_COLOURS = {
     "did_not_run": "#56b4e9",
     "tool_error": "#e69f00",
