@@ -13,9 +13,10 @@ commands.
 A scenario file is the user's own agent: `scenario` reads and checks it (with `tables`,
 `distributions`, `mcp` for an MCP `tools/list` answer and `overrides` for settings given on the
 command line), `scenario_draw` turns one of its seeds into the engine's scenario, `scenario_run`
-runs its seeds and sweeps, `tool_stats` and `scenario_report` report per tool, and
+runs its seeds and sweeps, `tool_stats` and `scenario_report` report per tool,
+`scenario_sweep_report` a sweep per value, `scenario_page` both as the HTML report's page, and
 `scenario_commands` is `simulate --scenario` and `replay --scenario`.
 
-Imports `spec`, `check` and `arguments`; it loads the executor under test by name and never
-imports `executor`, `runtime` or `engines`.
+Imports `spec`, `check`, `report` and `arguments`; it loads the executor under test by name
+and never imports `executor`, `runtime` or `engines`.
 """

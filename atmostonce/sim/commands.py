@@ -65,8 +65,10 @@ def register(subparsers: Any) -> None:
                           help="also write a self-contained HTML page: records per effect "
                           "class, time-to-record distributions, the call machines coloured by "
                           "how often the histories took each transition, and the first failing "
-                          "seed as a sequence chart and a timeline (needs the report extra: "
-                          "pip install 'atmostonce[report]'; fault profiles only)")
+                          "seed as a sequence chart and a timeline; with --scenario the same "
+                          "per tool, failed records by reason, time to record and the wait "
+                          "for a person, and a sweep's records and times against the value "
+                          "(needs the report extra: pip install 'atmostonce[report]')")
     simulate.set_defaults(func=cmd_simulate)
 
     replay = subparsers.add_parser(
@@ -124,9 +126,6 @@ def _profile_or_scenario(args: argparse.Namespace) -> bool:
 def cmd_simulate(args: argparse.Namespace) -> int:
     pipe.chosen(args, DEFAULT_EXECUTOR)
     if args.report is not None:
-        if args.scenario is not None:
-            raise SpecError("--report draws fault-profile campaigns; a scenario run's report "
-                            "prints per tool instead (leave out --report or --scenario)")
         from atmostonce.report.libraries import require
 
         require()

@@ -6,16 +6,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 
 from atmostonce import progress
-from atmostonce.check.executors.loading import load_factory
+from atmostonce.check.executors.loading import DEFAULT_EXECUTOR, load_factory
 from atmostonce.sim import overrides
 from atmostonce.sim.campaign import shown_on
 from atmostonce.sim.report import replay_json, replay_text
 from atmostonce.sim.scenario import ScenarioFile, load
 from atmostonce.sim.scenario_draw import build, check_size
-from atmostonce.sim.scenario_report import scenario_json, scenario_text, sweep_json, sweep_text
+from atmostonce.sim.scenario_report import scenario_json, scenario_text
 from atmostonce.sim.scenario_run import ScenarioResult, run_one, simulate, sweep
+from atmostonce.sim.scenario_sweep_report import sweep_json, sweep_text
 from atmostonce.spec.errors import SpecError
 
 EXIT_OK = 0
@@ -40,6 +42,11 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             meter = shown.meter(f"simulate {spec.name}", total=len(seeds), unit="seeds")
             result = simulate(spec, seeds, factory, args.executor, shown_on(meter))
             meter.finish()
+        if args.report is not None:
+            from atmostonce.report.page import write
+            from atmostonce.sim.scenario_page import scenario_page
+
+            write(scenario_page(result, factory, _command(args)), args.report)
         print(json.dumps(scenario_json(result), indent=2) if args.json else
               scenario_text(result))
         return EXIT_OK if result.ok else EXIT_FAILED
@@ -67,8 +74,26 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
         rows = sweep(name, specs, seeds, factory, args.executor, said)
         meter.finish()
+    if args.report is not None:
+        from atmostonce.report.page import write
+        from atmostonce.sim.scenario_page import sweep_page
+
+        write(sweep_page(name, rows, factory, _command(args)), args.report)
     print(json.dumps(sweep_json(name, rows), indent=2) if args.json else sweep_text(name, rows))
     return EXIT_OK if all(row.result.ok for row in rows) else EXIT_FAILED
+
+
+def _command(args: argparse.Namespace) -> str:
+    """The simulate command line as the report shows it."""
+    words = ["atmostonce", "simulate", "--scenario", args.scenario, "--seeds", str(args.seeds),
+             "--first-seed", str(args.first_seed)]
+    for text in args.set or ():
+        words += ["--set", text]
+    for text in args.sweep or ():
+        words += ["--sweep", text]
+    if args.executor != DEFAULT_EXECUTOR:
+        words += ["--executor", args.executor]
+    return shlex.join([*words, "--report", str(args.report)])
 
 
 def cmd_replay(args: argparse.Namespace) -> int:

@@ -155,6 +155,23 @@ def reject_text(reason: RejectReason) -> str:
     return _REJECT_TEXT[reason]
 
 
+def failure_kind(error: str) -> FailureKind | None:
+    """Which failed record's error `error` is, by the text it opens with (the did-not-run one
+    by its prefix alone); None when it opens with none of them."""
+    for kind, text in _FAILURE_TEXT.items():
+        if error.startswith(DID_NOT_RUN_PREFIX if kind is FailureKind.DID_NOT_RUN else text):
+            return kind
+    return None
+
+
+def reject_reason(error: str) -> RejectReason | None:
+    """Why a rejected record's error says it was rejected; None when it says neither."""
+    for reason, text in _REJECT_TEXT.items():
+        if error.startswith(text):
+            return reason
+    return None
+
+
 @dataclass(frozen=True)
 class Decision:
     """What happens after an attempt ends: another attempt, or the call's record."""

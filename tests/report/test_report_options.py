@@ -1,5 +1,6 @@
-"""`--report FILE` on verify, simulate and chaos: bad input (a path that cannot be written, the
-report extra missing, a scenario run) is one line and exit 2, said before any long run starts."""
+"""`--report FILE` on verify, simulate (a profile, a scenario, a sweep) and chaos: bad input (a
+path that cannot be written, the report extra missing) is one line and exit 2, said before any
+long run starts."""
 
 from __future__ import annotations
 
@@ -14,6 +15,9 @@ from atmostonce.cli import main
 COMMANDS = {
     "verify": ["verify"],
     "simulate": ["simulate", "--seeds", "1000000"],
+    "scenario": ["simulate", "--scenario", "examples/support_agent.toml", "--seeds", "1000000"],
+    "sweep": ["simulate", "--scenario", "examples/support_agent.toml", "--seeds", "1000000",
+              "--sweep", "executor.workers=2,3"],
     "chaos": ["chaos", "--duration", "600"],
 }
 """Each would run for many minutes: a quick exit shows nothing started."""
@@ -58,10 +62,3 @@ def test_the_report_without_its_libraries_names_the_extra(
     err = _quick([*COMMANDS[command], "--report", str(tmp_path / "r.html")], capsys)
     assert "--report needs jinja2: pip install 'atmostonce[report]'" in err
     assert not (tmp_path / "r.html").exists()
-
-
-def test_a_scenario_run_has_no_report_page(tmp_path: Path,
-                                           capsys: pytest.CaptureFixture[str]) -> None:
-    err = _quick(["simulate", "--scenario", "examples/none.toml", "--report",
-                  str(tmp_path / "r.html")], capsys)
-    assert "--report draws fault-profile campaigns" in err

@@ -24,7 +24,11 @@ from atmostonce.spec.records import (
     RejectReason,
     classify_attempts,
     decide,
+    failure_kind,
+    failure_text,
     record_of,
+    reject_reason,
+    reject_text,
     rejected,
     unknown_detail,
 )
@@ -287,3 +291,30 @@ def test_rejections_record_rejected_with_their_reason() -> None:
 def test_impossible_histories_are_rejected(call: Callable[[], object], message: str) -> None:
     with pytest.raises(SpecError, match=message):
         call()
+
+
+@pytest.mark.parametrize("kind", list(FailureKind))
+def test_a_failed_records_error_names_its_own_failure_kind(kind: FailureKind) -> None:
+    """Statistics split failed records by the text their error opens with: each kind's text,
+    with or without its detail, names that kind and no other."""
+    assert failure_kind(failure_text(kind)) is kind
+    assert failure_kind(failure_text(kind, "its worker stopped")) is kind
+
+
+def test_a_did_not_run_error_is_named_by_its_prefix_alone() -> None:
+    assert failure_kind(f"{DID_NOT_RUN_PREFIX}: the queue timed out") is FailureKind.DID_NOT_RUN
+
+
+@pytest.mark.parametrize("error", ["", "boom", OUTCOME_UNKNOWN_ERROR,
+                                   reject_text(RejectReason.PERSON),
+                                   f"card declined: {failure_text(FailureKind.TOOL_ERROR)}"])
+def test_an_error_that_opens_with_no_failed_text_names_no_kind(error: str) -> None:
+    assert failure_kind(error) is None
+
+
+@pytest.mark.parametrize("reason", list(RejectReason))
+def test_a_rejected_records_error_names_its_own_reason(reason: RejectReason) -> None:
+    assert reject_reason(reject_text(reason)) is reason
+    assert reject_reason(rejected(reason).error) is reason
+    assert reject_reason(failure_text(FailureKind.TOOL_ERROR)) is None
+

@@ -69,3 +69,4 @@ class ApprovalChecks(CheckerState):
         if new is not c.approval:
             c.approval = new
             c.approval_pos = pos
+            c.approval_at = e.at

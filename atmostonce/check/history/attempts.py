@@ -98,6 +98,7 @@ class AttemptChecks(CheckerState):
                 if new is not c.approval:
                     c.approval = new
                     c.approval_pos = pos
+                    c.approval_at = e.at
         elif e.kind is QUEUE_TIMEOUT:
             attempt = self._attempts.get(e.subject)
             if attempt is not None and attempt.worker is None:
@@ -189,6 +190,7 @@ class AttemptChecks(CheckerState):
         c.handed += 1
         if c.first_hand < 0:
             c.first_hand = pos
+            c.first_hand_at = e.at
         c.current = attempt
         c.result_ok = None
         c.result_pos = -1

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from atmostonce.check.history.state import Call
 from atmostonce.spec.approval import ApprovalState
-from atmostonce.spec.records import DID_NOT_RUN_PREFIX, FailureKind, failure_text
+from atmostonce.spec.records import FailureKind, failure_kind
 from atmostonce.spec.session import ToolCallStatus
 
 EdgeKey = tuple[str, str, str, str]
@@ -28,12 +28,12 @@ NOT_FROM_HISTORY = (
 """Why the simulation and chaos layers do not count the Attempt, Worker, Run and ledger
 machines."""
 
-_FAILED = (
-    (DID_NOT_RUN_PREFIX, "did_not_run"),
-    (failure_text(FailureKind.TOOL_ERROR), "tool_failed"),
-    (failure_text(FailureKind.MAY_HAVE_RUN), "may_have_run"),
-    (failure_text(FailureKind.MAY_STILL_BE_RUNNING), "may_still_run"),
-)
+_FAILED = {
+    FailureKind.DID_NOT_RUN: "did_not_run",
+    FailureKind.TOOL_ERROR: "tool_failed",
+    FailureKind.MAY_HAVE_RUN: "may_have_run",
+    FailureKind.MAY_STILL_BE_RUNNING: "may_still_run",
+}
 _RECORD_EDGE = {
     ToolCallStatus.SUCCEEDED: ("returned", "succeeded"),
     ToolCallStatus.OUTCOME_UNKNOWN: ("unknown", "outcome_unknown"),
@@ -77,12 +77,11 @@ def call_edges(calls: Iterable[Call]) -> CallEdges:
         if len(c.attempts) > 1:
             take(machine, "attempting", "retry", "attempting", len(c.attempts) - 1)
         if record is ToolCallStatus.FAILED:
-            named = next((t for opening, t in _FAILED if c.record_error.startswith(opening)),
-                         None)
-            if named is None:
+            kind = failure_kind(c.record_error)
+            if kind is None:
                 unnamed += 1
             else:
-                take(machine, "attempting", named, "failed")
+                take(machine, "attempting", _FAILED[kind], "failed")
         elif record in _RECORD_EDGE:
             trigger, dest = _RECORD_EDGE[record]
             take(machine, "attempting", trigger, dest)

@@ -120,6 +120,12 @@ class CallSummary(NamedTuple):
     attempts: int
     hand_outs: int
     runs: int
+    handed_at: float | None
+    """When its first attempt was handed to a worker (the go-ahead), if one was."""
+    approval_at: float | None
+    """When its approval was answered or its deadline passed, if it waited for one."""
+    error: str
+    """Its record's error text."""
 
 
 # The sometimes-property each (effect class, final status) witnesses.
@@ -207,7 +213,8 @@ class HistoryChecker(ApprovalChecks, AttemptChecks, RecordChecks, RunChecks, Hea
             status = c.record
             yield CallSummary(c.key, c.tool, c.policy.effect, status, c.asked_at,
                               c.record_at if status is not None else None,
-                              len(c.attempts), c.handed, len(c.runs))
+                              len(c.attempts), c.handed, len(c.runs), c.first_hand_at,
+                              c.approval_at, c.record_error)
 
 
 def _ignore(entry: h.Entry, pos: int) -> None:

@@ -66,11 +66,11 @@ class Attempt:
 
 class Call:
     __slots__ = (
-        "approval", "approval_pos", "asked_at", "asked_by", "attempts", "current", "deadline",
-        "first_hand", "handed", "key", "lost_before", "policy", "pos", "published",
-        "published_epoch", "published_pos", "record", "record_at", "record_error", "record_pos",
-        "reports", "result_ok", "result_pos", "returned", "runs", "session", "single", "snap",
-        "snap_pos", "tool", "tool_result", "tool_result_pos", "unreached_pos",
+        "approval", "approval_at", "approval_pos", "asked_at", "asked_by", "attempts", "current",
+        "deadline", "first_hand", "first_hand_at", "handed", "key", "lost_before", "policy", "pos",
+        "published", "published_epoch", "published_pos", "record", "record_at", "record_error",
+        "record_pos", "reports", "result_ok", "result_pos", "returned", "runs", "session",
+        "single", "snap", "snap_pos", "tool", "tool_result", "tool_result_pos", "unreached_pos",
     )
 
     def __init__(self, key: str, tool: str, session: str, pos: int, at: float,
@@ -87,9 +87,13 @@ class Call:
         self.single = not policy.retries_allowed
         self.approval = initial_approval(policy.requires_approval)
         self.approval_pos = -1
+        self.approval_at: float | None = None
+        """When the approval left waiting: answered, or its deadline passed."""
         self.attempts: dict[str, Attempt] = {}
         self.handed = 0
         self.first_hand = -1
+        self.first_hand_at: float | None = None
+        """When its first attempt was handed to a worker: the go-ahead (D-5)."""
         self.current: Attempt | None = None
         self.lost_before = False
         self.result_ok: bool | None = None
