@@ -80,9 +80,7 @@ class _Graph(Graph):
                 count = taken.get((t["source"], t["trigger"], t["dest"]), 0)
                 label = f"{label}\\n{TIMES}{count:,}"
                 attrs = _style(count, most)
-            # Graphviz sets a loop's own label over the edges beside it, an external one clear.
-            where = "label"
-            container.edge(t["source"], t["dest"], **{where: label}, **attrs)
+            container.edge(t["source"], t["dest"], label=label, **attrs)
 
 
 class _DiagramMachine(GraphMachine):
