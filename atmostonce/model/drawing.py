@@ -16,7 +16,8 @@ LABEL_WIDTH = 22
 LEGEND_WIDTH = 36
 """Characters per line of a legend entry's explanation."""
 FONT = {"fontname": "Helvetica", "fontsize": "14"}
-PAGE = {"rankdir": "TB", "labelloc": "t", "nodesep": "0.35", "ranksep": "0.5", **FONT}
+PAGE = {"rankdir": "TB", "labelloc": "t", "nodesep": "0.35", "ranksep": "0.8",
+        "splines": "polyline", **FONT}
 """Graph attributes every diagram shares (`FONT` also for its nodes and edges)."""
 
 

@@ -104,3 +104,19 @@ def overlapping(found: Layout) -> list[tuple[Text, Text]]:
 def union(boxes: list[Box]) -> Box:
     return (min(b[0] for b in boxes), min(b[1] for b in boxes), max(b[2] for b in boxes),
             max(b[3] for b in boxes))
+
+
+def crossed(found: Layout) -> list[tuple[Text, str]]:
+    """Every label text another object's line runs through (inside its box, a point's slack
+    in from each side), with that object."""
+    out: list[tuple[Text, str]] = []
+    for t in found.texts:
+        if t.owner == "graph":
+            continue
+        left, bottom, right, top = t.box
+        for owner, points in found.lines:
+            if owner != t.owner and any(left + 1 < x < right - 1 and bottom + 1 < y < top - 1
+                                        for x, y in points):
+                out.append((t, owner))
+                break
+    return out
