@@ -16,6 +16,8 @@ RUN_HATCH = "////"
 """Tool runs on a worker's lane are hatched, so they never pass for a session's calls."""
 FITS = 0.06
 """A bar segment narrower than this share of the axis gets its number after the bar instead."""
+NUMBER_ID = "bar-number"
+"""The SVG id prefix of a bar's number, by which a reader of the SVG (a test) finds them."""
 
 
 def _pyplot() -> Any:
@@ -55,6 +57,7 @@ def records_chart(records: Mapping[str, Mapping[str, int]]) -> str:
     widest = max(totals, default=1)
     left = [0] * len(effects)
     after: list[list[str]] = [[] for _ in effects]
+    numbers: list[Any] = []
     for record, colour in palette.RECORDS.items():
         values = [records[e].get(record, 0) for e in effects]
         if not any(values):
@@ -62,15 +65,17 @@ def records_chart(records: Mapping[str, Mapping[str, int]]) -> str:
         bars = ax.barh(effects, values, left=left, color=colour, label=record)
         inside = [f"{v:,}" if v and v >= FITS * widest * len(f"{v:,}") / 3 else ""
                   for v in values]
-        ax.bar_label(bars, labels=inside, label_type="center", fontsize=7, color=_ink(colour))
+        numbers += ax.bar_label(bars, labels=inside, label_type="center", fontsize=8,
+                                color=_ink(colour))
         for i, (v, shown) in enumerate(zip(values, inside, strict=True)):
             if v and not shown:
                 after[i].append(f"{record} {v:,}")
         left = [a + b for a, b in zip(left, values, strict=True)]
     for y, (total, hidden) in enumerate(zip(totals, after, strict=True)):
-        ax.text(total + widest * 0.01, y, f"{total:,}" + (f" ({', '.join(hidden)})"
-                                                           if hidden else ""),
-                va="center", fontsize=7)
+        numbers.append(ax.text(total + widest * 0.01, y, f"{total:,}" + (
+            f" ({', '.join(hidden)})" if hidden else ""), va="center", fontsize=8))
+    for n, text in enumerate(t for t in numbers if t.get_text()):
+        text.set_gid(f"{NUMBER_ID}-{n}")
     ax.set_xlim(0, widest * 1.25)
     ax.invert_yaxis()
     ax.set_xlabel("calls")
@@ -117,7 +122,8 @@ class Band:
 def timeline_chart(lanes: Sequence[str], bars: Sequence[Bar], bands: Sequence[Band],
                    title: str) -> str:
     """Jepsen's picture: a row per process, each operation a bar coloured by its outcome (a
-    tool run's hatched), faults as shaded bands (on a lane, or over all of them)."""
+    tool run's hatched), faults as shaded bands (on a lane, or over all of them); `title`
+    names the time axis (the key sits above the picture)."""
     from matplotlib.patches import Patch
 
     plt = _pyplot()
@@ -147,8 +153,7 @@ def timeline_chart(lanes: Sequence[str], bars: Sequence[Bar], bands: Sequence[Ba
         keys[outcome] = Patch(facecolor=colour, hatch=hatch, edgecolor="white", label=outcome)
     ax.set_yticks(range(len(lanes)), list(lanes), fontsize=7)
     ax.set_ylim(len(lanes) - 0.5, -0.5)
-    ax.set_xlabel("seconds")
-    ax.set_title(title)
+    ax.set_xlabel(title)
     ax.legend(handles=list(keys.values()), loc="lower right", fontsize=7, frameon=False,
               ncols=8, bbox_to_anchor=(1.0, 1.02))
     return _svg(figure)
