@@ -1,23 +1,41 @@
-"""A chaos run as a section of the HTML report: its figures, records per effect class, times to
-record, a Jepsen-style timeline of calls and faults, the call machines' transitions its
-history took, and each violation as a sequence chart."""
+"""A chaos run as a section of the HTML report: its figures, the guarantees only the engine
+mapping's own additions keep, the calls recorded outcome_unknown with their keys, records per
+effect class, times to record, a Jepsen-style timeline of calls and faults, the call machines'
+transitions its history took, and each violation as a sequence chart."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from atmostonce.chaos.nemesis import SERVER
 from atmostonce.chaos.result import ChaosResult
 from atmostonce.check.history.call_edges import NOT_FROM_HISTORY
 from atmostonce.report.counts import layer_counts
-from atmostonce.report.page import Chart, Check, Section
+from atmostonce.report.page import Chart, Check, Section, Table
 from atmostonce.sim.report_page import HISTORY_MEANING, UNCOUNTED, plots
+
+HELD_BY_MAPPING = "Guarantees that hold only through the mapping"
+HELD_CAPTION = ("The engine alone does not keep these properties: the adapter, built the way an "
+                "application team would build it on this engine, adds what the engine lacks, and "
+                "this run judged them with that addition. Build on the engine without it and "
+                "they can break.")
+
+
+def held_by_mapping_table(held: Mapping[str, str]) -> Table | None:
+    """The properties a run judged that hold only thanks to the adapter's own additions (its
+    `Limits.held_by_mapping`), with how; None when the engine keeps them all itself."""
+    if not held:
+        return None
+    return Table(HELD_BY_MAPPING, ("property", "how it holds"), tuple(sorted(held.items())),
+                 HELD_CAPTION)
 
 
 def chaos_section(result: ChaosResult, check: Check, layer: str = "runtime") -> Section:
     from atmostonce.report.history_chart import violation_chart
     from atmostonce.report.plots import Band, timeline_chart
     from atmostonce.report.timeline import timeline
+    from atmostonce.report.unknown_calls import unknown_calls
 
     totals = result.totals
     lanes, bars, bands = timeline(result.entries)
@@ -39,7 +57,11 @@ def chaos_section(result: ChaosResult, check: Check, layer: str = "runtime") -> 
                                      f"{caption}. Rerun: {result.options.command()}"))
     counts = layer_counts(layer, HISTORY_MEANING, totals.taken,
                           dict.fromkeys(UNCOUNTED, NOT_FROM_HISTORY), keep_outside=True)
-    return Section(layer, (check,), shown, counts, counterexamples=tuple(counterexamples))
+    tables = tuple(t for t in (held_by_mapping_table(result.held_by_mapping),
+                                unknown_calls(result.entries))
+                   if t is not None)
+    return Section(layer, (check,), shown, counts, counterexamples=tuple(counterexamples),
+                   tables=tables)
 
 
 def chaos_check(result: ChaosResult) -> Check:

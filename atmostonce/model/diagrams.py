@@ -9,7 +9,6 @@ rendering; SVG is written beside it when Graphviz's `dot` is installed.
 
 from __future__ import annotations
 
-import html
 import math
 import shutil
 import subprocess
@@ -22,6 +21,8 @@ from typing import Any
 from transitions.extensions import GraphMachine
 from transitions.extensions.diagrams_graphviz import Graph
 
+from atmostonce import palette
+from atmostonce.model.drawing import FONT, PAGE, legend_label, wrapped
 from atmostonce.model.guards import GUARDS
 from atmostonce.model.machines import ALL_MACHINES, MachineDef
 from atmostonce.model.overview import overview_dot
@@ -30,12 +31,10 @@ from atmostonce.spec.errors import SpecError
 Transition = tuple[str, str, str]
 """(source state, trigger, destination state)."""
 
-# ColorBrewer's sequential Blues, light to dark: more often taken, darker and thicker.
 TIMES = "\N{MULTIPLICATION SIGN}"
-_SHADES = ("#9ecae1", "#6baed6", "#4292c6", "#2171b5", "#08519c", "#08306b")
-NEVER_TAKEN = {"color": "red", "fontcolor": "red", "style": "dashed"}
-_INITIAL = {"fillcolor": "lightgoldenrod1"}
-_TERMINAL = {"peripheries": "2", "fillcolor": "gray92"}
+NEVER_TAKEN = {"color": palette.NEVER, "fontcolor": palette.NEVER, "style": "dashed"}
+_INITIAL = {"fillcolor": palette.INITIAL}
+_TERMINAL = {"peripheries": "2", "fillcolor": palette.TERMINAL}
 
 
 def edges(machine: MachineDef) -> list[Transition]:
@@ -46,8 +45,9 @@ def edges(machine: MachineDef) -> list[Transition]:
 def _style(count: int, most: int) -> dict[str, str]:
     if count == 0:
         return dict(NEVER_TAKEN)
-    level = 0 if most <= 1 else round(math.log(count) / math.log(most) * (len(_SHADES) - 1))
-    return {"color": _SHADES[level], "penwidth": f"{1 + level * 0.8:.1f}"}
+    shades = palette.SHADES
+    level = 0 if most <= 1 else round(math.log(count) / math.log(most) * (len(shades) - 1))
+    return {"color": shades[level], "penwidth": f"{1 + level * 0.8:.1f}"}
 
 
 class _Holder:
@@ -73,11 +73,12 @@ class _Graph(Graph):
         taken = self.machine.taken
         most = max(taken.values(), default=0) if taken is not None else 0
         for t in transitions:
-            label = self._transition_label(t)
+            trigger, _, guard = self._transition_label(t).partition(" [")
+            label = trigger + (f"\\n{wrapped('[' + guard)}" if guard else "")
             attrs: dict[str, str] = {}
             if taken is not None:
                 count = taken.get((t["source"], t["trigger"], t["dest"]), 0)
-                label = f"{label} {TIMES}{count}"
+                label = f"{label}\\n{TIMES}{count:,}"
                 attrs = _style(count, most)
             container.edge(t["source"], t["dest"], label=label, **attrs)
 
@@ -104,21 +105,18 @@ class _DiagramMachine(GraphMachine):
         return _Graph
 
 
-def _legend(machine: MachineDef, counted: bool) -> str:
-    """The legend's label: an HTML-like table (Graphviz's own markup) of what marks mean."""
+def _legend(machine: MachineDef, counted: bool) -> list[tuple[str, str]]:
+    """What the diagram's marks mean, as (mark, meaning) rows."""
     rows = [
         ("filled yellow", "initial state"),
         ("double border", "terminal state: no edge leaves it"),
-        ("trigger [a &amp; !b]", "taken when guard a holds and b does not"),
+        ("trigger [a & !b]", "taken when guard a holds, b does not"),
     ]
     if counted:
-        rows += [(f"{TIMES}N, darker, thicker", "taken N times; the more often, the darker"),
+        rows += [(f"{TIMES}N, darker, thicker", "taken N times: darker is more often"),
                  (f"dashed red {TIMES}0", "never taken")]
     used = dict.fromkeys(n for e in machine.edges for n in (*e.conditions, *e.unless))
-    rows += [(name, html.escape(GUARDS[name].text)) for name in used]
-    cells = "".join(f'<tr><td align="left"><b>{mark}</b></td><td align="left">{text}</td></tr>'
-                    for mark, text in rows)
-    return f'<<table border="0" cellspacing="0" cellpadding="2">{cells}</table>>'
+    return rows + [(name, GUARDS[name].text) for name in used]
 
 
 def machine_dot(machine: MachineDef, taken: Mapping[Transition, int] | None = None) -> str:
@@ -137,14 +135,13 @@ def machine_dot(machine: MachineDef, taken: Mapping[Transition, int] | None = No
                                 f"whole number of at least 0, got {count!r}")
     holder = _DiagramMachine(machine, taken).models[0]
     graph: Any = holder.get_graph()
+    title = machine.name
     if machine.effects:
-        effects = ", ".join(e.value for e in machine.effects)
-        graph.graph_attr["label"] = f"{machine.name}: calls of {effects}"
-    graph.graph_attr["labelloc"] = "t"
-    with graph.subgraph(name="cluster_legend") as legend:
-        legend.attr(label="legend", style="dashed", color="gray50")
-        legend.node("legend", label=_legend(machine, taken is not None), shape="plaintext",
-                    style="", fillcolor="white")
+        title += f": calls of {', '.join(e.value for e in machine.effects)}"
+    graph.graph_attr.update(PAGE)
+    graph.node_attr.update(FONT)
+    graph.edge_attr.update(FONT)
+    graph.graph_attr["label"] = legend_label(title, _legend(machine, taken is not None))
     return str(graph.source)
 
 

@@ -15,8 +15,10 @@ from functools import cache
 
 import graphviz
 
+from atmostonce import palette
 from atmostonce.model import layout as s
 from atmostonce.model.config import ModelConfig
+from atmostonce.model.drawing import FONT, PAGE, legend_label, wrapped
 from atmostonce.model.layout import State
 from atmostonce.model.machines import ALL_MACHINES, CALL_SINGLE_ATTEMPT_TOOL, CALL_TOOL
 from atmostonce.model.system import System
@@ -106,29 +108,27 @@ def interactions(config: ModelConfig = BOUND) -> tuple[Interaction, ...]:
     return tuple(Interaction(o, t, tuple(sorted(k))) for (o, t), k in sorted(found.items()))
 
 
+LEGEND = (
+    ("box", "a component machine"),
+    ("ellipse", "an actor of the environment whose steps are no machine's trigger"),
+    ("A -> B labelled t", "A's step t changes B's state"),
+    ("no arrow", "no step changes the other's state: time_out leaves the run going "
+     "(TC-AMO-3)"),
+)
+
+
 def overview_dot(config: ModelConfig = BOUND) -> str:
     """The overview diagram's DOT: machines as boxes, the environment's actors as ellipses, an
     arrow per interaction labelled with the steps that make it, and a legend."""
     found = interactions(config)
     graph = graphviz.Digraph("overview", graph_attr={
-        "label": "How the machines interact (found by exploring the model)", "labelloc": "t",
-        "rankdir": "LR"})
+        **PAGE, "label": legend_label("How the machines interact (found by exploring the model)",
+                                      LEGEND)}, node_attr=FONT, edge_attr=FONT)
     actors = sorted({i.origin for i in found} & set(ACTORS.values()))
     for machine in ALL_MACHINES:
         graph.node(machine.name, shape="box", style="rounded,filled", fillcolor="white")
     for actor in actors:
-        graph.node(actor, shape="ellipse", style="filled", fillcolor="#e8eef7")
+        graph.node(actor, shape="ellipse", style="filled", fillcolor=palette.ACTOR)
     for i in found:
-        graph.edge(i.origin, i.target, label="\\n".join(i.kinds))
-    with graph.subgraph(name="cluster_legend") as legend:
-        legend.attr(label="legend", style="dashed", color="gray50")
-        legend.node("legend", shape="plaintext", label=(
-            '<<table border="0" cellpadding="2">'
-            '<tr><td align="left"><b>box</b></td><td align="left">a component machine</td></tr>'
-            '<tr><td align="left"><b>ellipse</b></td><td align="left">an actor of the '
-            "environment whose steps are no machine's trigger</td></tr>"
-            '<tr><td align="left"><b>A -&gt; B labelled t</b></td><td align="left">A\'s step '
-            "t changes B's state</td></tr>"
-            '<tr><td align="left"><b>no arrow</b></td><td align="left">no step changes the '
-            "other's state: time_out leaves the run going (TC-AMO-3)</td></tr></table>>"))
+        graph.edge(i.origin, i.target, label=wrapped(", ".join(i.kinds)))
     return str(graph.source)

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from atmostonce.check.history import entries as h
 from atmostonce.report.sequence import Message, sequence_svg
+from atmostonce.report.timeline import natural
 
 AGENT = "agent"
 EXECUTOR = "executor"
@@ -108,7 +109,7 @@ def violation_chart(entries: Sequence[h.Entry], violation: h.HistoryViolation, t
     messages = messages[asked:]
     cut = len(messages) > MOST
     shown = messages[-MOST:] if cut else messages
-    lanes = [AGENT, EXECUTOR, *sorted(workers), LEDGER]
+    lanes = [AGENT, EXECUTOR, *sorted(workers, key=natural), LEDGER]
     caption = f"{violation.property}: {violation.message}"
     if cut:
         caption += f" (the last {MOST} of {len(messages)} messages)"

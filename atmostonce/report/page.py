@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from atmostonce import palette
 from atmostonce.report.counts import MACHINES, LayerCounts
 from atmostonce.spec.errors import SpecError
 
@@ -32,9 +33,19 @@ class Chart:
 
 
 @dataclass(frozen=True)
+class Table:
+    """A titled table of text cells, with a caption saying what a row is."""
+
+    title: str
+    header: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    caption: str = ""
+
+
+@dataclass(frozen=True)
 class Section:
-    """One layer: its checks, its plots, its transition counts (None with `not_measured` saying
-    why) and its counterexamples as sequence charts."""
+    """One layer: its checks, its tables, its plots, its transition counts (None with
+    `not_measured` saying why) and its counterexamples as sequence charts."""
 
     layer: str
     checks: tuple[Check, ...] = ()
@@ -42,6 +53,7 @@ class Section:
     counts: LayerCounts | None = None
     not_measured: str = ""
     counterexamples: tuple[Chart, ...] = ()
+    tables: tuple[Table, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -56,13 +68,20 @@ class Page:
 
 @dataclass(frozen=True)
 class Diagram:
-    """One machine in one layer, drawn coloured by its counts, or why it is not."""
+    """One machine a layer measured, drawn coloured by its counts."""
 
     machine: str
     svg: str
-    why: str
     rows: tuple[tuple[str, str, str, int], ...]
     never: int
+
+
+@dataclass(frozen=True)
+class Unmeasured:
+    """The machines a layer did not measure for one reason: said once, not once a machine."""
+
+    machines: tuple[str, ...]
+    why: str
 
 
 def _diagrams(counts: LayerCounts) -> list[Diagram]:
@@ -71,12 +90,24 @@ def _diagrams(counts: LayerCounts) -> list[Diagram]:
     drawn: list[Diagram] = []
     for m in counts.machines:
         if m.taken is None:
-            drawn.append(Diagram(m.machine, "", m.why, (), 0))
             continue
         svg = svg_of(machine_dot(MACHINES[m.machine], m.taken))
         rows = tuple((s, t, d, n) for (s, t, d), n in m.taken.items())
-        drawn.append(Diagram(m.machine, svg[svg.index("<svg"):], "", rows, len(m.never)))
+        drawn.append(Diagram(m.machine, svg[svg.index("<svg"):], rows, len(m.never)))
     return drawn
+
+
+def _unmeasured(counts: LayerCounts) -> list[Unmeasured]:
+    by_why: dict[str, list[str]] = {}
+    for m in counts.machines:
+        if m.taken is None:
+            by_why.setdefault(m.why, []).append(m.machine)
+    return [Unmeasured(tuple(names), why) for why, names in by_why.items()]
+
+
+def listed(names: tuple[str, ...]) -> str:
+    """`A`, `A and B`, `A, B and C`."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 def render(page: Page) -> str:
@@ -86,8 +117,12 @@ def render(page: Page) -> str:
     env = jinja2.Environment(loader=jinja2.PackageLoader("atmostonce.report", "."),
                              autoescape=True, undefined=jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True)
-    diagrams = {s.layer: _diagrams(s.counts) for s in page.sections if s.counts is not None}
-    return env.get_template(TEMPLATE).render(page=page, diagrams=diagrams)
+    env.filters["listed"] = listed
+    measured = [s for s in page.sections if s.counts is not None]
+    diagrams = {s.layer: _diagrams(s.counts) for s in measured if s.counts is not None}
+    unmeasured = {s.layer: _unmeasured(s.counts) for s in measured if s.counts is not None}
+    return env.get_template(TEMPLATE).render(page=page, diagrams=diagrams,
+                                             unmeasured=unmeasured, palette=palette)
 
 
 def write(page: Page, path: Path) -> None:

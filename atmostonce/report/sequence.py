@@ -13,11 +13,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from atmostonce import palette
 from atmostonce.spec.errors import SpecError
 
 _WRAP = 34
-_ARROW = "#1f4e79"
-_NOTE_FACE = "#fff7d6"
 
 
 @dataclass(frozen=True)
@@ -81,21 +80,22 @@ def sequence_image(lanes: Sequence[str], messages: Sequence[Message], title: str
         ax.axis("off")
         ax.set_title(title, fontsize=10, loc="left")
         for lane, x in column.items():
-            ax.vlines(x, -0.7, rows - 0.3, colors="#999999", linestyles="dashed", linewidth=0.8)
+            ax.vlines(x, -0.7, rows - 0.3, colors=palette.GREY, linestyles="dashed", linewidth=0.8)
             ax.text(x, -0.9, lane, ha="center", va="center", fontsize=9, fontweight="bold",
-                    bbox={"boxstyle": "round,pad=0.4", "fc": "#e8eef7", "ec": "#4a6fa5"})
+                    bbox={"boxstyle": "round,pad=0.4", "fc": palette.LANE, "ec": palette.LANE_EDGE})
         for y, m in enumerate(messages):
             text = textwrap.fill(m.text, _WRAP)
             if m.time is not None:
-                ax.text(-0.7, y, f"{m.time:g}", ha="left", va="center", color="#666666")
+                ax.text(-0.7, y, f"{m.time:g}", ha="left", va="center", color=palette.MUTED)
             xs, xr = column[m.sender], column[m.receiver]
             if m.local:
-                ax.plot([xs], [y], marker="o", color=_ARROW, markersize=4)
+                ax.plot([xs], [y], marker="o", color=palette.ARROW, markersize=4)
                 ax.text(xs + 0.06, y, text, ha="left", va="center",
-                        bbox={"boxstyle": "round,pad=0.3", "fc": _NOTE_FACE, "ec": "#b8a05a"})
+                        bbox={"boxstyle": "round,pad=0.3", "fc": palette.NOTE,
+                              "ec": palette.NOTE_EDGE})
             else:
                 ax.annotate("", xy=(xr, y), xytext=(xs, y),
-                            arrowprops={"arrowstyle": "-|>", "color": _ARROW, "lw": 1.1})
+                            arrowprops={"arrowstyle": "-|>", "color": palette.ARROW, "lw": 1.1})
                 ax.text((xs + xr) / 2, y - 0.08, text, ha="center", va="bottom")
         out = io.BytesIO()
         figure.savefig(out, format=kind, metadata={"Date": None} if kind == "svg" else None)

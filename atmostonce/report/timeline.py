@@ -4,10 +4,17 @@ ledger), and the faults as shaded bands."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from atmostonce.check.history import entries as h
 from atmostonce.report.plots import Band, Bar
+
+
+def natural(name: str) -> tuple[tuple[int, str], ...]:
+    """A sort key reading runs of digits as numbers: `w2` before `w10`."""
+    return tuple((int(part), "") if part.isdigit() else (-1, part)
+                 for part in re.split(r"(\d+)", name) if part)
 
 
 def timeline(entries: Sequence[h.Entry]) -> tuple[list[str], list[Bar], list[Band]]:
@@ -58,4 +65,4 @@ def _timeline(entries: Sequence[h.Entry]) -> tuple[list[str], list[Bar], list[Ba
     bars += [Bar(lane, start, end, "run going") for lane, start in runs.values()]
     bands += [Band(start, end, "cut", f"worker {w}") for w, start in cut.items()]
     bands += [Band(start, end, "crash", f"worker {w}") for w, start in crashed.items()]
-    return [*sessions, *sorted(workers)], bars, bands
+    return [*sessions, *sorted(workers, key=natural)], bars, bands

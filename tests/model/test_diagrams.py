@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from atmostonce import palette
 from atmostonce.model import diagrams
 from atmostonce.model.guards import GUARDS
 from atmostonce.model.machines import ALL_MACHINES, ATTEMPT, CALL_TOOL, RUN, MachineDef
@@ -66,26 +67,28 @@ def test_terminal_states_are_double_bordered_and_only_they() -> None:
 
 def test_initial_state_is_filled_and_named_in_the_legend() -> None:
     dot = diagrams.machine_dot(ATTEMPT)
-    assert "lightgoldenrod1" in _node(dot, "none")
-    assert "lightgoldenrod1" not in _node(dot, "queued")
-    assert "subgraph cluster_legend" in dot
+    assert palette.INITIAL in _node(dot, "none")
+    assert palette.INITIAL not in _node(dot, "queued")
+    legend = dot.splitlines()[1]
+    assert legend.startswith("\tgraph [")
+    assert "label=<<table" in legend
     for words in ("initial state", "terminal state", "taken when guard"):
-        assert words in dot
+        assert words in legend
     assert "never taken" not in dot  # the frequency key appears only with counts
 
 
 def test_guards_from_the_definitions_label_the_edges() -> None:
     dot = diagrams.machine_dot(CALL_TOOL)
     lines = _edge_lines(dot)
-    assert 'asked -> awaiting_approval [label="needs_approval [requires_approval]"]' in lines
-    assert 'asked -> attempting [label="start [!requires_approval]"]' in lines
-    assert ('attempting -> attempting [label="retry [infra_failure & attempts_left]"]'
+    assert 'asked -> awaiting_approval [label="needs_approval\\n[requires_approval]"]' in lines
+    assert 'asked -> attempting [label="start\\n[!requires_approval]"]' in lines
+    assert ('attempting -> attempting [label="retry\\n[infra_failure &\\nattempts_left]"]'
             in lines)
-    assert any("unknown [idempotent_write & reached & infra_failure & !attempts_left]" in line
-               for line in lines)
+    assert any("unknown\\n[idempotent_write &\\nreached &\\ninfra_failure &\\n!attempts_left]"
+               in line for line in lines)
     for edge in CALL_TOOL.edges:
         for name in (*edge.conditions, *edge.unless):
-            assert GUARDS[name].text.replace("'", "&#x27;") in dot, name
+            assert GUARDS[name].text.replace("'", "&#x27;") in dot.replace("<br/>", " "), name
     assert "calls of read, idempotent_write" in dot
 
 
@@ -104,13 +107,13 @@ def test_counts_colour_edges_and_never_taken_ones_are_dashed_red() -> None:
     lines = {line.split(" [")[0] + " " + re.findall(r'label="?([a-z_]+)', line)[0]: line
              for line in _edge_lines(dot)}
     busy, once = lines["started -> applied apply"], lines["applied -> killed kill"]
-    for mark in ("\N{MULTIPLICATION SIGN}1000", "#08306b", "penwidth=5.0"):
+    for mark in ("\N{MULTIPLICATION SIGN}1,000", palette.SHADES[-1], "penwidth=5.0"):
         assert mark in busy
-    for mark in ("\N{MULTIPLICATION SIGN}1\"", "#9ecae1", "penwidth=1.0"):
+    for mark in ("\N{MULTIPLICATION SIGN}1\"", palette.SHADES[0], "penwidth=1.0"):
         assert mark in once
     never = [line for line in _edge_lines(dot) if "style=dashed" in line]
     assert len(never) == len(diagrams.edges(RUN)) - 2
-    assert all("color=red" in line for line in never)
+    assert all(f'color="{palette.NEVER}"' in line for line in never)
     assert "never taken" in dot
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from atmostonce import palette
 from atmostonce.model import overview
 from atmostonce.model.config import ModelConfig
 from atmostonce.spec.errors import SpecError
@@ -38,10 +39,12 @@ def test_a_cancel_draws_no_arrow_to_the_run(
 
 def test_the_overview_dot_draws_every_interaction() -> None:
     dot = overview.overview_dot()
-    assert '"agent\'s model" [fillcolor="#e8eef7" shape=ellipse style=filled]' in dot
+    assert f'"agent\'s model" [fillcolor="{palette.ACTOR}" shape=ellipse style=filled]' in dot
     assert "Attempt -> Run [label=go]" in dot
-    assert "subgraph cluster_legend" in dot
-    assert "TC-AMO-3" in dot
+    legend = dot.splitlines()[1]
+    assert legend.startswith("\tgraph [")
+    assert "label=<<table" in legend
+    assert "TC-AMO-3" in legend
 
 
 def test_a_narrower_bound_shows_fewer_interactions() -> None:

@@ -11,11 +11,19 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from atmostonce.check.history.call_edges import NOT_FROM_HISTORY
+from atmostonce.model.diagrams import svg_of
+from atmostonce.report.counts import layer_counts
+from atmostonce.report.page import Check, Page, Section
+from atmostonce.report.page import render as render_page
+from atmostonce.report.plots import NUMBER_ID
+from atmostonce.sim.report_page import HISTORY_MEANING, UNCOUNTED
 from tests.load import patience
-from tests.report.browser import render
+from tests.report.browser import measure, render
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 ARTEFACTS = Path(os.environ.get("ATMOSTONCE_ARTEFACTS", ROOT / "test-artefacts"))
@@ -25,7 +33,14 @@ RUNS = {
     "verify-mutant": (["verify", "--layers", "conformance,simulation", "--executor", MUTANT], 1),
     "simulate": (["simulate", "--seeds", "20"], 0),
     "chaos": (["chaos", "--duration", "3", "--seed", "1"], 0),
+    "chaos-mapping": (["chaos", "--duration", "3", "--seed", "1", "--engine",
+                       "tests.report.leased_engine:engine"], 0),
 }
+READABLE = 9.0
+"""CSS pixels: the smallest text a diagram or a bar's number may render at."""
+MOST_RATIO = 2.05
+"""An embedded diagram's longer side over its shorter (2:1, and a rounding's slack)."""
+NUMBER = re.compile(r"^\d[\d,]*( \(.*\))?$")
 
 
 def _write(name: str, tmp: Path) -> Path:
@@ -71,7 +86,11 @@ def test_the_report_renders_in_a_real_browser(name: str, tmp_path: Path) -> None
     diagrams = re.findall(r'<div class="diagram" data-machine="(\w+)">(.*?)</div>', dom, re.S)
     drawn = {m for m, body in diagrams if "<svg" in body}
     assert {"CallTool", "CallSingleAttemptTool"} <= drawn
-    assert all("Not measured in this layer" in body for m, body in diagrams if m not in drawn)
+    for section in re.findall(r'<section class="layer".*?</section>', dom, re.S):
+        assert section.count('class="notmeasured"') <= 1, "one note per layer"
+    if name != "verify-mutant":
+        assert re.findall(r'class="notmeasured" data-machines="([^"]*)"', dom) == [
+            " ".join(UNCOUNTED)]
     assert "never taken" in dom
     if name == "verify-mutant":
         charts = re.findall(r'<div class="chart counterexample">(.*?)</div>', dom, re.S)
@@ -79,9 +98,30 @@ def test_the_report_renders_in_a_real_browser(name: str, tmp_path: Path) -> None
         assert all("<svg" in c for c in charts)
         assert "Conformance disagreement" in dom
         assert "A-ONE-ATTEMPT" in dom
-    if name == "chaos":
+    if name.startswith("chaos"):
         assert "Timeline" in dom
+    if name == "chaos-mapping":
+        assert "Guarantees that hold only through the mapping" in dom
+        assert "<td>A-DOUBLE-RUN-SHAPE</td>" in dom
     assert _non_blank(shown.screenshot) > 0.05
+    _readable(measure(page))
+
+
+def _readable(found: dict[str, Any]) -> None:
+    """Every embedded diagram keeps its shape and readable text; the records bars show their
+    numbers, readable too."""
+    assert found["diagrams"]
+    for d in found["diagrams"]:
+        ratio = max(d["width"] / d["height"], d["height"] / d["width"])
+        assert ratio <= MOST_RATIO, f"diagram out of shape: {d}"
+        assert d["smallest"] >= READABLE, f"diagram text too small: {d}"
+    bars = [p for p in found["plots"] if p["title"] == "Records per effect class"]
+    assert bars
+    for plot in bars:
+        numbers = [t for t in plot["texts"] if t["id"].startswith(NUMBER_ID)]
+        assert numbers, f"no bar numbers: {plot['texts']}"
+        assert all(NUMBER.match(t["text"]) for t in numbers), numbers
+        assert min(t["px"] for t in numbers) >= READABLE, numbers
 
 
 def test_the_browser_check_catches_a_page_that_fails_or_is_blank(tmp_path: Path) -> None:
@@ -94,3 +134,30 @@ def test_the_browser_check_catches_a_page_that_fails_or_is_blank(tmp_path: Path)
     assert _non_blank(shown.screenshot) < 0.01
     with pytest.raises(AssertionError):
         _self_contained('<img src="https://example.org/x.png">')
+
+
+def test_the_measure_catches_a_wide_diagram_and_bars_without_numbers(tmp_path: Path) -> None:
+    """CallTool drawn as it was (left to right, `tests/model/wide-CallTool.dot`) renders far
+    wider than 2:1 in the report, its labels shrunk below readable; a records chart whose bars
+    carry no numbers has none to find."""
+    counts = layer_counts("runtime", HISTORY_MEANING, {},
+                          dict.fromkeys(UNCOUNTED, NOT_FROM_HISTORY), keep_outside=True)
+    bars = '<div class="chart plot"><h3>Records per effect class</h3><svg></svg></div>'
+    html = render_page(Page("t", "c", "s", True,
+                            (Section("runtime", (Check("c", True, "ok"),), counts=counts),)))
+    wide = svg_of((ROOT / "tests" / "model" / "wide-CallTool.dot").read_text())
+    start = html.index('<div class="diagram" data-machine="CallTool">')
+    svg_start = html.index("<svg", start)
+    svg_end = html.index("</svg>", svg_start) + len("</svg>")
+    page = tmp_path / "wide.html"
+    page.write_text(html[:svg_start] + wide[wide.index("<svg"):] + html[svg_end:]
+                    .replace("</section>", bars + "</section>"))
+    found = measure(page)
+    call_tool = next(d for d in found["diagrams"] if d["machine"] == "CallTool")
+    assert call_tool["width"] / call_tool["height"] > 4
+    assert call_tool["smallest"] < READABLE
+    with pytest.raises(AssertionError, match="diagram out of shape"):
+        _readable(found)
+    found["diagrams"] = [d for d in found["diagrams"] if d["machine"] != "CallTool"]
+    with pytest.raises(AssertionError, match="no bar numbers"):
+        _readable(found)
