@@ -7,25 +7,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from atmostonce import palette
 from atmostonce.report.plots import _pyplot, _svg
 
-RECORD_COLOURS = {
-    "succeeded": "#009e73",
-    "failed": "#e69f00",
-    "rejected": "#56b4e9",
-    "outcome_unknown": "#d55e00",
-}
-"""A record's colour in the sweep's panels (Okabe and Ito's colour-blind-safe hues)."""
+RECORD_COLOURS = {k: v for k, v in palette.RECORDS.items() if k != "none"}
+"""A record's colour in the sweep's panels."""
 REASON_COLOURS = {
-    "did_not_run": "#56b4e9",
-    "tool_error": "#e69f00",
-    "may_have_run": "#cc79a7",
-    "may_still_be_running": "#d55e00",
-    "unnamed": "#999999",
+    "did_not_run": palette.SKY_BLUE,
+    "tool_error": palette.ORANGE,
+    "may_have_run": palette.REDDISH_PURPLE,
+    "may_still_be_running": palette.VERMILLION,
+    "unnamed": palette.GREY,
 }
 """A failed record's reason, by the `FailureKind` its error names (unnamed: none)."""
-TOOL_COLOURS = ("#0072b2", "#e69f00", "#009e73", "#d55e00", "#cc79a7", "#56b4e9", "#999999",
-                "#000000")
+TOOL_COLOURS = (palette.BLUE, palette.ORANGE, palette.BLUISH_GREEN, palette.VERMILLION,
+                palette.REDDISH_PURPLE, palette.SKY_BLUE, palette.GREY, palette.BLACK)
 """One line per tool, in turn."""
 
 Share = tuple[float, float, float]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from atmostonce.check.history.call_edges import NOT_FROM_HISTORY
 from atmostonce.report.counts import layer_counts
-from atmostonce.report.page import Chart, Check, Section
+from atmostonce.report.page import Chart, Check, Section, Table
 from atmostonce.sim.campaign import CampaignResult
 from atmostonce.sim.run import RunResult, run_seed
 from atmostonce.spec.protocol import ExecutorFactory
@@ -71,6 +71,16 @@ def failure_charts(run: RunResult) -> tuple[Chart, ...]:
     return tuple(charts)
 
 
+def failure_tables(run: RunResult | None) -> tuple[Table, ...]:
+    """The failing run's calls recorded outcome_unknown, with their keys (none: no table)."""
+    from atmostonce.report.unknown_calls import unknown_calls
+
+    if run is None or run.history is None:
+        return ()
+    table = unknown_calls(run.history.entries, f"Seed {run.seed}: calls recorded outcome_unknown")
+    return () if table is None else (table,)
+
+
 def simulation_section(result: CampaignResult, factory: ExecutorFactory,
                        check: Check, layer: str = "simulation") -> Section:
     totals = result.totals
@@ -79,7 +89,8 @@ def simulation_section(result: CampaignResult, factory: ExecutorFactory,
     failed = failed_history(result, factory)
     return Section(layer, (check,),
                    plots(totals.records, totals.times, "simulated seconds"), counts,
-                   counterexamples=() if failed is None else failure_charts(failed))
+                   counterexamples=() if failed is None else failure_charts(failed),
+                   tables=failure_tables(failed))
 
 
 def campaign_check(result: CampaignResult) -> Check:

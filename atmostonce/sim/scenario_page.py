@@ -12,7 +12,13 @@ from dataclasses import replace
 from atmostonce.check.history.call_edges import NOT_FROM_HISTORY
 from atmostonce.report.counts import layer_counts
 from atmostonce.report.page import Chart, Check, Page, Section
-from atmostonce.sim.report_page import HISTORY_MEANING, UNCOUNTED, failed_history, failure_charts
+from atmostonce.sim.report_page import (
+    HISTORY_MEANING,
+    UNCOUNTED,
+    failed_history,
+    failure_charts,
+    failure_tables,
+)
 from atmostonce.sim.scenario_run import ScenarioResult, SweepRow
 from atmostonce.sim.stats import RECORDS
 from atmostonce.sim.tool_stats import Times, ToolTotals, combined
@@ -80,7 +86,8 @@ def scenario_page(result: ScenarioResult, factory: ExecutorFactory, command: str
                           dict.fromkeys(UNCOUNTED, NOT_FROM_HISTORY), keep_outside=True)
     failed = failed_history(c, factory)
     section = Section("simulation", (scenario_check(result),), tool_plots(result), counts,
-                      counterexamples=() if failed is None else failure_charts(failed))
+                      counterexamples=() if failed is None else failure_charts(failed),
+                      tables=failure_tables(failed))
     spec = result.spec
     return Page(f"atmostonce simulate: scenario {spec.name}", command,
                 f"{spec.path}, executor {c.executor}", result.ok, (section,))

@@ -107,3 +107,14 @@ def test_a_page_that_cannot_be_written_after_the_run_is_one_line(
     assert code == 2
     assert err.count("\n") == 1
     assert err.startswith(f"atmostonce: error: --report {gone / 'r.html'}: cannot write it")
+
+
+def test_a_failing_seeds_outcome_unknown_calls_are_listed_with_their_keys(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    html, _ = page(capsys, tmp_path, "--executor", MUTANT, "--set",
+                   "faults.server_restarts_per_hour=2", code=1)
+    table = re.search(r"<h3>Seed \d+: calls recorded outcome_unknown \((\d+)\)</h3>(.*?)</table>",
+                      html, re.S)
+    assert table is not None
+    keys = re.findall(r"<td>(s\d+/t\d+/c\d+)</td>", table[2])
+    assert len(keys) == int(table[1]) > 0
