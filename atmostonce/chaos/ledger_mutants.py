@@ -17,6 +17,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Mapping
+from functools import partial
 from pathlib import Path
 
 from atmostonce.check.history.services import Service
@@ -58,17 +59,18 @@ class LateStarts(LedgerStore):
 VARIANTS: dict[str, type[LedgerStore]] = {"late-starts": LateStarts}
 
 
+def _install(variant: type[LedgerStore]) -> None:
+    from atmostonce.runtime import ledger
+
+    ledger.LedgerStore = variant  # type: ignore[attr-defined]
+
+
 def run(argv: list[str]) -> int:
     """`VARIANT ROLE ARGS...`: the runtime's command with the variant's ledger file rules."""
-    if not argv or argv[0] not in VARIANTS:
-        print(f"atmostonce: error: expected a variant ({', '.join(VARIANTS)}) first",
-              file=sys.stderr)
-        return 2
-    from atmostonce.runtime import ledger
-    from atmostonce.runtime.__main__ import main
+    from atmostonce.runtime.__main__ import variant_main
 
-    ledger.LedgerStore = VARIANTS[argv[0]]  # type: ignore[attr-defined]
-    return main(argv[1:])
+    return variant_main(argv, {name: partial(_install, variant)
+                               for name, variant in VARIANTS.items()})
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ Exit status 2 with one line for bad input, like the `atmostonce` command. A chil
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from atmostonce.arguments import Parser, run
 from atmostonce.runtime.commands import register
@@ -25,3 +25,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def variant_main(argv: Sequence[str], variants: Mapping[str, Callable[[], None]]) -> int:
+    """`VARIANT ROLE ARGS...`: put the named broken variant in place, then run the runtime's
+    command (the positive controls of the chaos harness start their processes so)."""
+    if not argv or argv[0] not in variants:
+        print(f"atmostonce: error: expected a variant ({', '.join(variants)}) first",
+              file=sys.stderr)
+        return 2
+    variants[argv[0]]()
+    return main(argv[1:])

@@ -16,9 +16,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
+from functools import partial
 
 from atmostonce.runtime import server
-from atmostonce.runtime.__main__ import main
+from atmostonce.runtime.__main__ import variant_main
 from atmostonce.runtime.durability import Action, GroupCommit
 
 log = logging.getLogger("atmostonce.server")
@@ -48,14 +49,14 @@ class AcksFirst(GroupCommit):
 VARIANTS: dict[str, type[GroupCommit]] = {"swallow": SwallowsErrors, "ack-first": AcksFirst}
 
 
+def _install(variant: type[GroupCommit]) -> None:
+    server.GroupCommit = variant  # type: ignore[attr-defined]
+
+
 def run(argv: list[str]) -> int:
     """`VARIANT ROLE ARGS...`: the runtime's command with the variant's write pipeline."""
-    if not argv or argv[0] not in VARIANTS:
-        print(f"atmostonce: error: expected a variant ({', '.join(VARIANTS)}) first",
-              file=sys.stderr)
-        return 2
-    server.GroupCommit = VARIANTS[argv[0]]  # type: ignore[attr-defined]
-    return main(argv[1:])
+    return variant_main(argv, {name: partial(_install, variant)
+                               for name, variant in VARIANTS.items()})
 
 
 if __name__ == "__main__":
