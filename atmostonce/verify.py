@@ -196,7 +196,7 @@ def check_conformance(path: str, factory: ExecutorFactory, report: bool = False,
          "seconds": seconds, "executor": path},
     )
     if report:
-        checked.section = _conformance_section(checked, configs, failing, depth)
+        checked.section = _conformance_section(checked, configs, failing, depth, factory, path)
     return checked
 
 
@@ -238,16 +238,32 @@ def check_deep_lockstep(path: str, seed: int, report: bool = False,
     return checked
 
 
+def _diverged(config: ModelConfigT, factory: ExecutorFactory, path: str,
+              log: list[str]) -> tuple[str, str] | None:
+    """The step where the executor left the model, replayed alone: the model's sentence and
+    what the executor returned (None when the replay does not reach it)."""
+    from atmostonce.check.lockstep import schedule_replay
+
+    if not log:
+        return None
+    shown = schedule_replay.replay(config, factory, path, schedule_replay.parse(
+        schedule_replay.text(log)))
+    last = next((s for s in reversed(shown.steps) if s.verdict == schedule_replay.DISAGREES),
+                None)
+    return None if last is None else (last.model, last.executor)
+
+
 def _conformance_section(checked: CheckResult, configs: tuple[ModelConfigT, ...],
                          failing: list[tuple[ModelConfigT, str, list[str], str]],
-                         depth: int) -> Section:
+                         depth: int, factory: ExecutorFactory, path: str) -> Section:
     """The layer's part of the report: the edges of every replayed schedule when all of them
     ran, or else the first failing schedule as a sequence chart."""
     from atmostonce.check.lockstep.schedule_counts import schedule_edge_counts
     from atmostonce.report.layers import conformance_section, summed
     from atmostonce.report.schedule_chart import schedule_chart
 
-    charts = tuple(schedule_chart(config, log, f"{message} ({fence})")
+    charts = tuple(schedule_chart(config, log, f"{message} ({fence})",
+                                  _diverged(config, factory, path, log))
                    for config, fence, log, message in failing)
     if failing:
         return conformance_section(checked.check(), None, charts)

@@ -80,9 +80,12 @@ def parse_schedule(schedule: Sequence[str]) -> list[Label]:
     return labels
 
 
-def chart_of_schedule(config: ModelConfig, schedule: Sequence[str], title: str) -> Chart:
+def chart_of_schedule(config: ModelConfig, schedule: Sequence[str], title: str,
+                      executor_did: str = "") -> Chart:
     """The chart of a conformance schedule on `config`'s model, as far as the model allows it
-    (a disagreement's log ends with the step the executor got wrong, which the model takes)."""
+    (a disagreement's log ends with the step the executor got wrong, which the model takes);
+    `executor_did`, what the executor returned at that last step, is drawn beside the model's
+    messages of the step, as a note on the executor's lifeline."""
     system = System(config, choices_for(config))
     state = system.initial()
     path: list[tuple[State, Label, State]] = []
@@ -93,7 +96,12 @@ def chart_of_schedule(config: ModelConfig, schedule: Sequence[str], title: str) 
                             "the model allows")
         path.append((state, label, succ.state))
         state = succ.state
-    return _chart(system, path, title)
+    chart = _chart(system, path, title)
+    if not executor_did:
+        return chart
+    note = Message(EXECUTOR, EXECUTOR, f"the executor instead: {executor_did}",
+                   float(len(path)))
+    return Chart(chart.lanes, (*chart.messages, note), title)
 
 
 def _chart(system: System, path: Sequence[tuple[State, Label, State]], title: str) -> Chart:

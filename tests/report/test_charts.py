@@ -164,3 +164,23 @@ def test_bad_schedules_are_refused_in_one_line(schedule: list[str], says: str) -
 def test_schedule_steps_parse_as_model_labels() -> None:
     assert parse_schedule(["reconcile", "crash(1)", "hand(0, 1)"]) == [
         (StepKind.RECONCILE, -1, -1), (StepKind.CRASH, 1, -1), (StepKind.HAND, 0, 1)]
+
+
+def test_a_disagreements_chart_shows_the_executors_commands_beside_the_models_step() -> None:
+    from atmostonce.report.schedule_chart import schedule_chart
+    from atmostonce.verify import _diverged
+
+    config = ModelConfig(workers=2, calls=1, reasks=0, crashes=1, partitions=0, restarts=0,
+                         timeouts=0, faults=1, policy_changes=0, reconcile_crashes=0,
+                         tools=parse_tools("read"))
+    result = replay_schedules(config, executor_mutants.second_worker, depth=6)
+    schedule, problem = result.disagreements[0]
+    diverged = _diverged(config, executor_mutants.second_worker, "second_worker", schedule)
+    assert diverged is not None
+    model, executor = diverged
+    assert model
+    assert executor
+    chart = chart_of_schedule(config, schedule, problem, executor)
+    assert _rows(chart)[-1] == ("executor", "executor", f"the executor instead: {executor}")
+    shown = schedule_chart(config, schedule, problem, diverged)
+    assert f"At step 4 the model: {model}. The executor: {executor}." in shown.caption
