@@ -13,10 +13,26 @@ import shlex
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from atmostonce.check.executors.child import Child, split
+from atmostonce.check.executors.pipe import PipeExecutor
+from atmostonce.spec.approval import REPLY_TEXT, ApprovalReply
+from atmostonce.spec.policy import EffectClass
+from atmostonce.spec.protocol import (
+    Answer,
+    Executor,
+    ExecutorConfig,
+    Reply,
+    StopTimer,
+    TimerKind,
+)
+from atmostonce.spec.records import RejectReason, reject_text
+from atmostonce.spec.session import ToolCallStatus
+from tests.executor.driver import Driver
 from tests.load import patience
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -93,3 +109,61 @@ def test_the_broken_copy_differs_from_the_executor_by_one_line() -> None:
     assert code == ["'use strict';",
                     "require('./spec').RETRYABLE.add('non_idempotent_write');",
                     "require('./main').serve(process.stdin, process.stdout);"]
+
+
+@pytest.fixture
+def js_child() -> Iterator[Child]:
+    """One `main.js` child, greeted, ended after the test."""
+    running = Child(split(MAIN), 30 * patience())
+    running.hello()
+    yield running
+    running.close()
+
+
+@pytest.mark.clause("D-7", "D-32")
+@pytest.mark.parametrize("restarted", [False, True], ids=["running", "after-restart"])
+@pytest.mark.parametrize("approve", [True, False], ids=["approve", "reject"])
+def test_the_js_child_lets_an_answer_after_the_kept_deadline_lose_though_its_timer_is_late(
+    js_child: Child, approve: bool, restarted: bool,
+) -> None:
+    """An answer whose `at` is at or past the ask plus the kept deadline, while the deadline's
+    timer has not fired (a stalled loop; a restart that started it again), is refused as past
+    the deadline and the call is recorded rejected by the deadline, with its timer stopped."""
+
+    def factory(config: ExecutorConfig) -> Executor:
+        return PipeExecutor(js_child, config)
+
+    d = Driver(factory=factory)
+    d.open()
+    d.policy("tool", EffectClass.NON_IDEMPOTENT_WRITE, requires_approval=True)
+    key = d.ask("tool")
+    d.now += d.config.approval_deadline
+    if restarted:
+        d.restart()
+    assert d.pending(TimerKind.APPROVAL_DEADLINE, key)
+    timer = d.timers[(TimerKind.APPROVAL_DEADLINE, key)].timer
+    answered = d.send(Answer(d.now, "r1", key, approve))
+    assert [c for c in answered if isinstance(c, Reply)] == [
+        Reply("r1", False, REPLY_TEXT[ApprovalReply.DEADLINE_PASSED])]
+    assert StopTimer(timer) in answered
+    view = d.view(key)
+    assert (view.status, view.error) == (ToolCallStatus.REJECTED,
+                                         reject_text(RejectReason.DEADLINE))
+    assert not d.pending(TimerKind.APPROVAL_DEADLINE, key)
+    assert d.poll("w1") is None
+
+
+@pytest.mark.clause("D-7", "D-32")
+def test_the_js_child_takes_an_answer_just_before_the_kept_deadline(js_child: Child) -> None:
+    """The edge on the other side: an instant before the deadline the answer still decides."""
+
+    def factory(config: ExecutorConfig) -> Executor:
+        return PipeExecutor(js_child, config)
+
+    d = Driver(factory=factory)
+    d.open()
+    d.policy("tool", EffectClass.NON_IDEMPOTENT_WRITE, requires_approval=True)
+    key = d.ask("tool")
+    d.now += d.config.approval_deadline - 0.001
+    assert d.answer(key, True) == Reply("r1", True, REPLY_TEXT[ApprovalReply.ACCEPTED])
+    assert d.poll("w1") is not None
