@@ -141,6 +141,12 @@ class Executor {
         `no tool call has the idempotency key ${JSON.stringify(event.key)}`));
       return;
     }
+    // The deadline is read off the clock, not off its timer: a timer that is late (a stalled
+    // loop, one started again by a restart) must not let an answer past it decide.
+    if (call.approval === 'waiting' && event.at >= call.askedAt + call.deadline) {
+      this.approvalDeadline(call.key, event.at, out);
+      out.push({ type: 'StopTimer', timer: timerId('approval_deadline', call.key) });
+    }
     if (call.approval !== 'waiting') {
       out.push(reply(event.request, false, spec.REPLY_TEXT[call.approval]));
       return;

@@ -7,9 +7,18 @@ const spec = require('./spec');
 
 const { SpecError } = spec;
 
-// JSON.parse, plus NaN, Infinity and -Infinity outside strings.
+// JSON.parse, plus NaN, Infinity and -Infinity outside strings. A line with one of those is
+// no JSON, so JSON.parse throws on it and only then is the line read character by character.
 const NONFINITE = '\u0000nonfinite:';
 function parseLine(line) {
+  try {
+    return JSON.parse(line);
+  } catch {
+    return parseNonfinite(line);
+  }
+}
+
+function parseNonfinite(line) {
   let text = '';
   let inString = false;
   for (let i = 0; i < line.length; i += 1) {

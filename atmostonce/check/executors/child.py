@@ -18,7 +18,7 @@ import shlex
 import subprocess
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from atmostonce.spec.errors import SpecError
@@ -28,6 +28,13 @@ _GUARDED = ("handle(", "recover(", "snapshot(")
 """Requests whose failure the guard already quotes with the call (`Guarded`)."""
 SHOWN = 200
 """Characters of a request or a bad line a failure quotes."""
+What = str | Callable[[], str]
+"""A request as failures name it, or what writes that name (only a failure needs it)."""
+
+
+def named(what: What) -> str:
+    """The name of a request."""
+    return what if isinstance(what, str) else what()
 
 
 def _last_line(path: Path) -> str:
@@ -101,8 +108,12 @@ class Child:
         """Queue a line that has no reply; it goes out with the next request."""
         self.pending += line
 
-    def ask(self, message: dict[str, object], what: str) -> dict[str, object]:
+    def ask(self, message: dict[str, object], what: What) -> dict[str, object]:
         """Send `message` (`what` names it in failures) and wait for its one reply line."""
+        return self.parse(self.ask_line(message, what))
+
+    def ask_line(self, message: dict[str, object], what: What) -> bytes:
+        """Send `message` and return its reply line as it came, unread (`parse` reads it)."""
         if self.failed is not None:
             raise ChildFailed(self.failed)
         self._what = what
@@ -113,7 +124,10 @@ class Child:
                 data = data[os.write(self._in, data):]
         except OSError:
             self._fail("closed its input (it exited)")
-        line = self._line()
+        return self._line()
+
+    def parse(self, line: bytes) -> dict[str, object]:
+        """The reply object of a line `ask_line` returned; ChildFailed when it is not one."""
         try:
             reply = json.loads(line)
         except ValueError:
@@ -145,7 +159,8 @@ class Child:
         self._fail(problem)
 
     def _fail(self, problem: str) -> None:
-        after = "" if self._what.startswith(_GUARDED) else f", after {self._what}"
+        what = named(self._what)
+        after = "" if what.startswith(_GUARDED) else f", after {what}"
         self._stop(kill=True)
         kept = self._keep_stderr()
         said = _last_line(kept)
@@ -189,4 +204,4 @@ class Child:
             self._stop(kill=False)
             self._stderr.close()
 
-    _what = "starting"
+    _what: What = "starting"

@@ -11,6 +11,11 @@ executor would cost more than the hundred thousand schedules conformance replays
 process. A child that fails is killed, and every executor built after it in that process
 fails with the same finding.
 
+Decoding a reply is a function of its line alone, and conformance replays schedules that share
+their beginnings, so a child writes the same few lines over and over (936 distinct ones among
+154,532 replies at depth 7): each line is decoded once and remembered (`REMEMBERED` of them), and
+every caller gets a fresh list whose `Persist` entries are fresh copies, as decoding again gives.
+
 The command comes from the environment (`ATMOSTONCE_EXECUTOR_CMD`, set by `--executor-cmd`),
 so `from_environment`, named by a `module:factory` path like any other executor, is built the
 same in every process a layer starts. The executor's refusal (`"refused"`) is a SpecError, as a
@@ -24,13 +29,15 @@ from __future__ import annotations
 import argparse
 import atexit
 import contextlib
+import functools
 import os
 import shlex
 import weakref
 from collections.abc import Sequence
+from typing import TypeVar
 
 from atmostonce import arguments
-from atmostonce.check.executors.child import Child, ChildFailed, split
+from atmostonce.check.executors.child import Child, ChildFailed, What, named, split
 from atmostonce.spec import protocol as p
 from atmostonce.spec import protocol_json as wire
 from atmostonce.spec.errors import SpecError
@@ -44,8 +51,39 @@ PATH = "atmostonce.check.executors.pipe:from_environment"
 """The `module:factory` path of the executor `--executor-cmd` names."""
 
 
+REMEMBERED = 8192
+"""Decoded reply lines kept per kind (commands, snapshots) before the memory starts over."""
+T = TypeVar("T")
+
+
 class ExecutorRaised(Exception):
     """The executor in the child reported an exception of its own (not a refusal)."""
+
+
+_commands_of_line: dict[bytes, list[p.Command]] = {}
+_snapshot_of_line: dict[bytes, AgentSnapshot] = {}
+
+
+def _remember(memory: dict[bytes, T], line: bytes, value: T) -> T:
+    if len(memory) >= REMEMBERED:
+        memory.clear()
+    memory[line] = value
+    return value
+
+
+def _copy(value: p.JSON) -> p.JSON:
+    if type(value) is dict:
+        return {k: _copy(v) for k, v in value.items()}
+    if type(value) is list:
+        return [_copy(v) for v in value]
+    return value
+
+
+def _fresh(commands: list[p.Command]) -> list[p.Command]:
+    """Remembered commands as decoding their line again would give them: a new list, and a new
+    copy of each `Persist` entry (the one mutable value among them)."""
+    return [p.Persist({k: _copy(v) for k, v in c.entry.items()}) if type(c) is p.Persist
+            else c for c in commands]
 
 
 _children: dict[tuple[int, tuple[str, ...], float], Child] = {}
@@ -101,8 +139,10 @@ class PipeExecutor:
                    "config": wire.encode_config(config)}, f"open({config!r})", "opened")
         weakref.finalize(self, _Closer(running, self.instance))
 
-    def _ask(self, message: dict[str, object], what: str, expect: str) -> dict[str, object]:
-        reply = self.child.ask(message, what)
+    def _ask(self, message: dict[str, object], what: What, expect: str) -> dict[str, object]:
+        return self._expect(self.child.ask(message, what), what, expect)
+
+    def _expect(self, reply: dict[str, object], what: What, expect: str) -> dict[str, object]:
         op = reply.get("op")
         if op == expect:
             return reply
@@ -114,37 +154,51 @@ class PipeExecutor:
             raise ExecutorRaised(f"{reply.get('error', 'an exception')}: "
                                  f"{reply.get('message', '')}{at}")
         shown = str(reply)
-        self.child.fail(f"answered {what} with {shown[:200]!r}, not {expect!r}, 'refused' or "
-                        "'raised'")
+        self.child.fail(f"answered {named(what)} with {shown[:200]!r}, not {expect!r}, "
+                        "'refused' or 'raised'")
         raise AssertionError("unreachable")
 
-    def _commands(self, reply: dict[str, object], what: str) -> list[p.Command]:
+    def _commands(self, reply: dict[str, object], what: What) -> list[p.Command]:
         try:
             return wire.decode_commands(reply.get("commands"))
         except wire.WireError as error:
-            self.child.fail(f"answered {what} with commands outside the protocol: {error}")
+            self.child.fail(f"answered {named(what)} with commands outside the protocol: "
+                            f"{error}")
             raise AssertionError("unreachable") from None
 
+    def _commands_line(self, line: bytes, what: What) -> list[p.Command]:
+        known = _commands_of_line.get(line)
+        if known is None:
+            reply = self._expect(self.child.parse(line), what, "commands")
+            known = _remember(_commands_of_line, line, self._commands(reply, what))
+        return _fresh(known)
+
     def handle(self, event: p.Event) -> list[p.Command]:
-        what = f"handle({event!r})"
-        reply = self._ask({"op": "handle", "instance": self.instance,
-                           "event": wire.encode_event(event)}, what, "commands")
-        return self._commands(reply, what)
+        def what() -> str:
+            return f"handle({event!r})"
+        return self._commands_line(self.child.ask_line(
+            {"op": "handle", "instance": self.instance, "event": wire.encode_event(event)},
+            what), what)
 
     def recover(self, journal: Sequence[dict[str, p.JSON]], at: float) -> list[p.Command]:
         what = f"recover({len(journal)} journal entries, at={at!r})"
-        reply = self._ask({"op": "recover", "instance": self.instance, "journal": list(journal),
-                           "at": at}, what, "commands")
-        return self._commands(reply, what)
+        return self._commands_line(self.child.ask_line(
+            {"op": "recover", "instance": self.instance, "journal": list(journal), "at": at},
+            what), what)
 
     def snapshot(self, session_id: str) -> AgentSnapshot:
         what = f"snapshot({session_id!r})"
-        reply = self._ask({"op": "snapshot", "instance": self.instance,
-                           "session_id": session_id}, what, "snapshot")
+        line = self.child.ask_line({"op": "snapshot", "instance": self.instance,
+                                    "session_id": session_id}, what)
+        known = _snapshot_of_line.get(line)
+        if known is not None:
+            return known
+        reply = self._expect(self.child.parse(line), what, "snapshot")
         try:
-            return wire.decode_snapshot(reply.get("snapshot"))
+            return _remember(_snapshot_of_line, line, wire.decode_snapshot(reply.get("snapshot")))
         except wire.WireError as error:
-            self.child.fail(f"answered {what} with a snapshot outside the protocol: {error}")
+            self.child.fail(f"answered {what} with a snapshot outside the protocol: "
+                            f"{error}")
             raise AssertionError("unreachable") from None
 
 
@@ -156,7 +210,13 @@ def settings() -> tuple[list[str], float]:
                         f"{COMMAND_VARIABLE}, which is not set: give --executor-cmd CMD "
                         "instead of this path")
     timeout = float(os.environ.get(TIMEOUT_VARIABLE, DEFAULT_TIMEOUT))
-    return split(command), timeout
+    return list(_split(command)), timeout
+
+
+@functools.lru_cache(maxsize=16)
+def _split(command: str) -> tuple[str, ...]:
+    """`split`, once per command: every executor conformance builds asks for it."""
+    return tuple(split(command))
 
 
 def from_environment(config: p.ExecutorConfig) -> p.Executor:

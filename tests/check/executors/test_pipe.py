@@ -155,3 +155,23 @@ def test_executor_and_executor_cmd_together_is_bad_input() -> None:
     done = _verify(SERVED, "--executor", "atmostonce.executor:reference")
     assert done.returncode == 2
     assert "give --executor or --executor-cmd, not both" in done.stderr
+
+
+
+def test_a_remembered_reply_gives_what_decoding_it_again_gives(served: str) -> None:
+    """Reply lines are decoded once and remembered; each caller still gets its own list and
+    its own copy of every persisted entry, so what one harness does to the entries it got
+    changes nothing another gets."""
+    from atmostonce.spec.protocol import JSON, Command, ExecutorConfig, OpenSession, Persist
+
+    def entries(commands: list[Command]) -> list[dict[str, JSON]]:
+        return [c.entry for c in commands if isinstance(c, Persist)]
+
+    event = OpenSession(0.0, "s1", None)
+    got = pipe.from_environment(ExecutorConfig()).handle(event)
+    assert [e["session_id"] for e in entries(got)] == ["s1"]
+    for entry in entries(got):
+        entry["session_id"] = "changed"
+    got.clear()
+    again = pipe.from_environment(ExecutorConfig()).handle(event)
+    assert [e["session_id"] for e in entries(again)] == ["s1"]

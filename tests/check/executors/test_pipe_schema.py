@@ -16,7 +16,7 @@ import jsonschema
 import pytest
 
 from atmostonce.check.executors import pipe
-from atmostonce.check.executors.child import Child
+from atmostonce.check.executors.child import Child, What
 from atmostonce.check.lockstep.conformance import replay_schedules
 from atmostonce.check.probes import bad_input
 from atmostonce.model.check import DEFAULT
@@ -46,14 +46,14 @@ def transcript(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[dict[str,
                                                                        dict[str, object]]]]:
     """Every request the harness sends over the pipe, with its reply."""
     lines: list[tuple[dict[str, object], dict[str, object]]] = []
-    ask = Child.ask
+    ask_line = Child.ask_line
 
-    def recorded(self: Child, message: dict[str, object], what: str) -> dict[str, object]:
-        reply = ask(self, message, what)
-        lines.append((message, reply))
-        return reply
+    def recorded(self: Child, message: dict[str, object], what: What) -> bytes:
+        line = ask_line(self, message, what)
+        lines.append((message, json.loads(line)))
+        return line
 
-    monkeypatch.setattr(Child, "ask", recorded)
+    monkeypatch.setattr(Child, "ask_line", recorded)
     monkeypatch.setenv(pipe.COMMAND_VARIABLE, "")
     monkeypatch.setenv(pipe.TIMEOUT_VARIABLE, "")
     pipe.use(SERVED, timeout=20.0)
