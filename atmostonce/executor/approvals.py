@@ -69,7 +69,7 @@ class ApprovalRules(AttemptRules):
         if call is None:
             return [Reply(event.request, False,
                           f"no tool call has the idempotency key {event.key!r}")]
-        if call.approval is WAITING and event.at >= call.asked_at + self.deadline_of(call):
+        if call.approval is WAITING and self.deadline_passed(call, event.at):
             late = self.on_approval_deadline(call.key, event.at)
             late.append(StopTimer(APPROVAL_ID + call.key))
             late.append(Reply(event.request, False, REPLY_TEXT[ApprovalReply.DEADLINE_PASSED]))
@@ -88,6 +88,10 @@ class ApprovalRules(AttemptRules):
                 self.finalize(call, rejected(RejectReason.PERSON), "", event.at, out)
         out.append(Reply(event.request, accepted, REPLY_TEXT[reply]))
         return out
+
+    def deadline_passed(self, call: Call, at: float) -> bool:
+        """Whether the approval deadline `call` kept from ask time has passed by `at` (D-32)."""
+        return at >= call.asked_at + self.deadline_of(call)
 
     def on_approval_deadline(self, key: str, at: float) -> list[Command]:
         """Nobody answered in time: the call is rejected (TC-REC-REJ, D-7)."""

@@ -339,11 +339,9 @@ class _ToolFailureDropped(ReferenceExecutor):
 
 class _DeadlineAfreshAtRestart(ReferenceExecutor):
     def resume(self, call: Call, at: float, out: list[Command]) -> None:
-        before = len(out)
+        if call.approval is ApprovalState.WAITING:
+            call.approval_deadline = at - call.asked_at + self.deadline_of(call)
         super().resume(call, at, out)
-        out[before:] = [replace(c, delay=self.deadline_of(call))
-                        if isinstance(c, StartTimer) and c.kind is TimerKind.APPROVAL_DEADLINE
-                        else c for c in out[before:]]
 
 
 def did_not_run_wording_dropped(config: ExecutorConfig) -> Executor:

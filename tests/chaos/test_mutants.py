@@ -138,9 +138,11 @@ def test_an_approval_accepted_after_the_kept_deadline_is_caught_on_the_runtime_b
     caught = [v for v in result.violations if v.property == PropertyId.A_APPROVAL]
     assert caught, [v.line() for v in result.violations]
     assert any("had passed by the clock" in v.message for v in caught)
-    # a person's rejection taken past the kept deadline also records the wrong reason
+    # a person's rejection taken past the kept deadline also records the wrong reason, and
+    # the snapshot shows the deadline the mutant gave afresh, not the one kept at ask time
     assert {v.property for v in result.violations} <= {PropertyId.A_APPROVAL,
-                                                       PropertyId.A_RECORD_MEANING}
+                                                       PropertyId.A_RECORD_MEANING,
+                                                       PropertyId.A_POLICY_SNAPSHOT}
 
 
 SEEDS_FOR_A_LATE_APPROVAL = (1, 2, 3, 4, 5)
