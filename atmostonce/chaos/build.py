@@ -15,7 +15,12 @@ at a moment that is true for it:
   server (or the proxy) heard its result, its process died; and, on an engine whose pauses
   stop runs (`Limits.pauses_stop_runs`), a run whose process was paused longer than the
   lease can take no effect past the lease (the ledger refuses its writes and the worker
-  stops it on waking, D-12), so it ends then at the latest;
+  stops it on waking, D-12), so it ends then at the latest; and, on an engine whose server log
+  holds every message that renews a worker's lease (`Limits.renewals_logged`: the hand-out, the
+  worker's start, its heartbeats and reconnections), a run ends at the latest a lease after the
+  last of them, however the worker was kept from fencing itself in time (a process starved of
+  the CPU is one): the ledger refuses its writes past that deadline, which the worker took from
+  a message sent no later than the log saw it;
 - a server restart stands at the moment its kill was complete and every client had handled
   what the old server sent: everything of the old life comes before it, everything of the
   new one after (D-8).
@@ -62,12 +67,12 @@ class _Entries:
 
 def build_history(obs: Observations, faults: FaultLog, log: ServerLog, runs: Sequence[LedgerRun],
                   writes: Sequence[Write], config: ExecutorConfig, end: float,
-                  pauses_stop_runs: bool = True) -> list[h.Entry]:
+                  pauses_stop_runs: bool = True, renewals_logged: bool = False) -> list[h.Entry]:
     """Every entry of the run, in order (see the module docstring); `end` is when the run
     ended, the moment of anything whose moment is unknown."""
     out = _Entries()
     _client(out, obs, log, end)
-    _ledger(out, runs, writes, log, faults, config, pauses_stop_runs)
+    _ledger(out, runs, writes, log, faults, config, pauses_stop_runs, renewals_logged)
     _faults(out, faults, log)
     for entry in log.entries:
         out.put(entry, SERVER)
@@ -146,8 +151,10 @@ def _user_messages(out: _Entries, obs: Observations, end: float) -> None:
 
 
 def _ledger(out: _Entries, runs: Sequence[LedgerRun], writes: Sequence[Write], log: ServerLog,
-            faults: FaultLog, config: ExecutorConfig, pauses_stop_runs: bool) -> None:
+            faults: FaultLog, config: ExecutorConfig, pauses_stop_runs: bool,
+            renewals_logged: bool) -> None:
     call_of = {e.attempt: e.call for e in log.entries if isinstance(e, h.HandedOut)}
+    renewed = _renewals(log) if renewals_logged else None
     witnessed: dict[tuple[str, str], list[RunEndSeen]] = defaultdict(list)
     for seen in log.run_ends:
         witnessed[(seen.worker, seen.attempt)].append(seen)
@@ -162,11 +169,28 @@ def _ledger(out: _Entries, runs: Sequence[LedgerRun], writes: Sequence[Write], l
         for write in by_run.get(where, ()):
             if not write.fenced:
                 out.put(h.EffectApplied(write.at, number, write.key, write.applied), LEDGER)
+        heard = None if renewed is None else max(renewed[0].get(where, run.started),
+                                                 renewed[1].get(run.worker, run.started))
         ended = run_end(run, witnessed.get(where, ()), deaths.get(run.worker),
-                        pauses.get(run.worker, ()) if pauses_stop_runs else (), config.lease)
+                        pauses.get(run.worker, ()) if pauses_stop_runs else (), config.lease,
+                        heard)
         if ended is not None:
             output = run.output if run.ended is not None and ended[1] in _SAYS_OUTPUT else None
             out.put(h.RunEnded(ended[0], number, ended[1], output), LEDGER)
+
+
+def _renewals(log: ServerLog) -> tuple[dict[tuple[str, str], float], dict[str, float]]:
+    """The last moment the server log shows each (worker, attempt) renewing its lease (its
+    hand-out, start or heartbeat), and each worker's last reconnection."""
+    by_run: dict[tuple[str, str], float] = {}
+    by_worker: dict[str, float] = {}
+    for e in log.entries:
+        if isinstance(e, h.HandedOut | h.StartDelivered | h.HeartbeatDelivered):
+            where = (e.worker, e.attempt)
+            by_run[where] = max(by_run.get(where, e.at), e.at)
+        elif isinstance(e, h.WorkerConnected):
+            by_worker[e.worker] = max(by_worker.get(e.worker, e.at), e.at)
+    return by_run, by_worker
 
 
 def _process_faults(faults: FaultLog) -> tuple[dict[str, float],
@@ -184,10 +208,11 @@ def _process_faults(faults: FaultLog) -> tuple[dict[str, float],
 
 
 def run_end(run: LedgerRun, witnessed: Iterable[RunEndSeen], death: float | None,
-            pauses: Iterable[tuple[float, float | None]], lease: float
-            ) -> tuple[float, h.RunEnd] | None:
+            pauses: Iterable[tuple[float, float | None]], lease: float,
+            heard: float | None = None) -> tuple[float, h.RunEnd] | None:
     """When and how a run ended, from every witness of its end (see the module docstring);
-    None while nothing says it ended."""
+    None while nothing says it ended. `heard` is the last moment the server log shows the run's
+    lease renewed, on an engine whose log holds every renewal."""
     moments: list[float] = []
     kind: h.RunEnd | None = None
     if run.ended is not None:
@@ -205,6 +230,8 @@ def run_end(run: LedgerRun, witnessed: Iterable[RunEndSeen], death: float | None
         for start, stop in pauses:
             if start >= run.started and (stop is None or stop - start >= lease):
                 moments.append(start + lease)
+        if heard is not None:
+            moments.append(heard + lease)
     if not moments:
         return None
     return min(moments), kind or h.RunEnd.STOPPED

@@ -43,7 +43,8 @@ def judge(obs: Observations, faults: FaultLog, log: ServerLog, runs: Sequence[Le
     """The run's history, checked; the eventually-properties only when the run ended
     `quiescent` (every call had its chance to reach a record)."""
     entries = build_history(obs, faults, log, runs, writes, config, end,
-                            pauses_stop_runs=limits.pauses_stop_runs)
+                            pauses_stop_runs=limits.pauses_stop_runs,
+                            renewals_logged=limits.pauses_stop_runs and limits.renewals_logged)
     history = History(config, attempts_survive_restart=limits.attempts_survive_restart)
     for entry in entries:
         history.append(entry)

@@ -78,6 +78,11 @@ An engine may also have a method `limits()` returning `Limits` (the harness read
   than the lease takes no effect past it (D-12): its writes are refused and it stops its runs
   on waking. An engine without a lease says false, and a paused run then ends only when a
   witness says so.
+- `renewals_logged` (false unless the engine says otherwise) says that its `ServerLog` holds
+  every message that renews a worker's lease, at a moment no earlier than the worker sent it:
+  each hand-out, the worker's start, its heartbeats and reconnections. On such an engine whose
+  pauses stop runs, a run takes no effect past a lease after the last of them, however the
+  worker was kept from fencing itself (a process starved of the CPU as well as a paused one).
 
 Disk faults
 -----------
@@ -233,6 +238,7 @@ class Limits:
     no_target: Mapping[str, str] = field(default_factory=dict)
     """Kind of fault (a nemesis kind's value) -> why the engine offers nothing it could hit."""
     pauses_stop_runs: bool = True
+    renewals_logged: bool = False
     held_by_mapping: Mapping[str, str] = field(default_factory=dict)
     """Property id -> what the adapter's own mapping adds that makes it hold here, where the
     engine alone breaks it: a pass names it, so no one reads it as the engine's guarantee."""

@@ -115,3 +115,42 @@ def test_a_finding_of_a_property_the_engine_cannot_show_is_set_aside_and_counted
     blind, notes = judged(Limits({PropertyId.A_ONE_WORKER: "only the last start is kept"}))
     assert PropertyId.A_ONE_WORKER not in blind
     assert [n for n in notes if n.startswith("1 finding(s) of A-ONE-WORKER set aside")] != []
+
+
+@pytest.mark.clause("TC-AMO-3", "D-12")
+def test_a_run_whose_worker_went_unheard_ends_a_lease_after_its_last_renewal() -> None:
+    """A worker starved of the CPU heartbeats no more and cannot fence itself in time; it is
+    declared lost and its single-attempt call recorded outcome_unknown while nothing has yet
+    seen its run end. Where the server log holds every renewal of the lease
+    (`Limits.renewals_logged`), the ledger refuses the run's writes a lease after the last one,
+    so the run ends then, before the record; elsewhere it is a run going on after its record."""
+    from atmostonce.chaos.judge import judge
+    from atmostonce.engines.adapter import Limits
+    from atmostonce.spec.properties import PropertyId
+
+    config = ExecutorConfig(lease=LEASE, heartbeat_timeout=2.5)
+    obs = Observations()
+    obs.entries.append(h.CallAsked(1.0, "s/t/c", "s", "t", "c", "cancel_order", "{}"))
+    obs.events.append(EventSeen(4.5, "s/t/c", ToolCallStatus.OUTCOME_UNKNOWN,
+                                "outcome unknown: the worker was lost", ("s", 1), 0.5))
+    log = ServerLog(entries=[
+        h.HandedOut(1.1, "w1-1", "s/t/c#1", "s/t/c", "cancel_order", True, "s/t/c"),
+        h.StartDelivered(1.15, "w1-1", "s/t/c#1"),
+        h.HeartbeatDelivered(1.4, "w1-1", "s/t/c#1"),
+        h.HeartbeatDelivered(1.65, "w1-1", "s/t/c#1"),
+        h.WorkerDeclaredLost(4.15, "w1-1"),
+    ])
+    ledger = [run(1.2)]
+
+    def found(renewals_logged: bool) -> tuple[list[str], list[float]]:
+        judged = judge(obs, FaultLog(), log, ledger, [], config,
+                       Limits(renewals_logged=renewals_logged), 10.0, quiescent=False)
+        ends = [e.at for e in judged.entries if isinstance(e, h.RunEnded)]
+        return [v.property for v in judged.violations], ends
+
+    violations, ends = found(True)
+    assert ends == [1.65 + LEASE]
+    assert PropertyId.A_DOUBLE_RUN_SHAPE not in violations
+    violations, ends = found(False)
+    assert ends == []
+    assert PropertyId.A_DOUBLE_RUN_SHAPE in violations

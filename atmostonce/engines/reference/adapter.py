@@ -143,7 +143,7 @@ class ReferenceEngine(ProxiedWorkers[ProxiedWorker]):
         return [p.pid for p in self.started]
 
     def limits(self) -> Limits:
-        return Limits(dict(NOT_CHECKABLE))
+        return Limits(dict(NOT_CHECKABLE), renewals_logged=True)
 
     def start(self) -> None:
         self.start_server()
