@@ -7,6 +7,9 @@ commit) and 2 worker processes on loopback, then:
   asked by `--concurrency` concurrent askers on one client connection; a call's latency runs
   from sending its ask to receiving its `tool_call_finished` event, so it includes the journal
   commits before the go-ahead (D-5) and before the record is published;
+- CPU per call: the CPU seconds (user + system, every thread) each process spent during the
+  measured calls, over the calls, from /proc (Linux only): a figure that holds still on a
+  machine where other work moves the wall-clock ones, so a change's cost shows side by side;
 - detection: a non-idempotent call runs on a worker whose process is then killed with SIGKILL;
   the time from the kill to the call's `outcome_unknown` event, against the heartbeat timeout
   (target: within heartbeat timeout + 1 s).
@@ -55,6 +58,35 @@ if TYPE_CHECKING:
 
 SESSION = "bench"
 WORKERS = 2
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of process `pid` (all its threads) so far; None without
+    /proc."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / _TICKS
+
+
+def _processes(cluster: Cluster) -> dict[str, int]:
+    """The processes whose CPU the throughput measure reads, by role."""
+    named = {"client": os.getpid()}
+    if cluster.server is not None:
+        named["server"] = cluster.server.pid
+    if cluster.ledger is not None:
+        named["ledger"] = cluster.ledger.pid
+    for number, worker in enumerate(cluster.workers, 1):
+        named[f"worker {number}"] = worker.pid
+    return named
+
+
+def _cpu(processes: dict[str, int]) -> dict[str, float]:
+    readings = {role: _cpu_seconds(pid) for role, pid in processes.items()}
+    return {role: seconds for role, seconds in readings.items() if seconds is not None}
 
 
 @dataclass(frozen=True)
@@ -68,6 +100,9 @@ class Throughput:
     commits: int
     entries: int
     entries_per_commit: float
+    cpu_ms_per_call: dict[str, float]
+    """CPU milliseconds per measured call of each process (server, ledger, each worker
+    process, client); empty where /proc cannot be read."""
 
 
 @dataclass(frozen=True)
@@ -118,9 +153,12 @@ async def _throughput(cluster: Cluster, calls: int, concurrency: int,
     await asyncio.gather(*(asker(False, warmup) for _ in range(concurrency)))
     counter = iter(range(warmup, warmup + calls))
     before = await client.stats()
+    processes = _processes(cluster)
+    cpu_before = _cpu(processes)
     started = time.perf_counter()
     await asyncio.gather(*(asker(True, warmup + calls) for _ in range(concurrency)))
     seconds = time.perf_counter() - started
+    cpu_after = _cpu(processes)
     after = await client.stats()
     listener.cancel()
     await client.close()
@@ -130,7 +168,9 @@ async def _throughput(cluster: Cluster, calls: int, concurrency: int,
     return Throughput(calls, seconds, calls / seconds,
                       statistics.median(latencies) * 1000,
                       latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1000,
-                      latencies[-1] * 1000, commits, entries, entries / max(1, commits))
+                      latencies[-1] * 1000, commits, entries, entries / max(1, commits),
+                      {role: round((cpu_after[role] - cpu_before[role]) * 1000 / calls, 4)
+                       for role in cpu_after if role in cpu_before})
 
 
 async def _detect_once(cluster: Cluster, client: AsyncClient, number: int) -> float:
@@ -252,6 +292,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{speed.max_ms:.1f} ms (ask sent -> tool_call_finished received)")
     print(f"  journal:     {speed.commits} fsynced commits, {speed.entries_per_commit:.1f} "
           "entries per commit")
+    print(f"  CPU:         {_cpu_line(speed.cpu_ms_per_call)}")
     shown = ", ".join(f"{s:.2f}" for s in detection.seconds)
     print(f"  detection:   killed worker -> outcome_unknown in {shown} s (heartbeat timeout "
           f"{detection.heartbeat_timeout:g} s, heartbeats every {detection.heartbeat_interval:g}"
@@ -266,6 +307,13 @@ def main(argv: list[str] | None = None) -> int:
         _print_restate(speed, restate)
     print(f"reproduce: {command}")
     return 0
+
+
+def _cpu_line(per_call: dict[str, float]) -> str:
+    if not per_call:
+        return "not measured (no /proc on this system)"
+    shown = ", ".join(f"{role} {ms:.3f}" for role, ms in per_call.items())
+    return f"{sum(per_call.values()):.3f} ms per call in all ({shown})"
 
 
 def _ratios(speed: Throughput, detection: Detection, t_speed: temporal_engine.Speed,
