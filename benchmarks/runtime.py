@@ -24,6 +24,11 @@ AI's DBOS integration (`dbos_steps`). With `--engine restate` the
 throughput and latency run on the Restate mapping (`benchmarks/restate_engine.py`); a killed
 worker's call is run again there, never recorded outcome_unknown, so detection is not measured.
 
+With fewer slots in all (`--slots` times 2 worker processes) than calls in flight, calls wait
+for a slot and calls/s measures a slot's cycle: the commit that makes the finished call's record
+and the next hand-out durable, the go-ahead, and the run start the ledger must hold before the
+tool runs. Give every call in flight a slot (`--slots 32` at 64) to measure the journal instead.
+
 A benchmark, never a timed test; figures come from one run on this machine.
 
     python benchmarks/runtime.py [--calls N] [--concurrency C] [--slots S] [--kills K]
