@@ -8,8 +8,9 @@ commit) and 2 worker processes on loopback, then:
   from sending its ask to receiving its `tool_call_finished` event, so it includes the journal
   commits before the go-ahead (D-5) and before the record is published;
 - CPU per call: the CPU seconds (user + system, every thread) each process spent during the
-  measured calls, over the calls, from /proc (Linux only): a figure that holds still on a
-  machine where other work moves the wall-clock ones, so a change's cost shows side by side;
+  measured calls, over the calls, from /proc (Linux only): steadier than the wall-clock figures
+  on a machine other work shares (it still grows a little when calls come slower and batch
+  less), so a change's cost shows side by side;
 - detection: a non-idempotent call runs on a worker whose process is then killed with SIGKILL;
   the time from the kill to the call's `outcome_unknown` event, against the heartbeat timeout
   (target: within heartbeat timeout + 1 s).
