@@ -33,7 +33,7 @@ if not __package__:  # run as a script: mutate this checkout, not an installed c
 
 from atmostonce import progress  # noqa: E402
 from atmostonce.mutation.generate import executor_modules, mutants  # noqa: E402
-from atmostonce.mutation.pipeline import Outcome, run  # noqa: E402
+from atmostonce.mutation.pipeline import TIMEOUT, UNTRIED, Outcome, run  # noqa: E402
 from atmostonce.mutation.score import Score, load_equivalents, score  # noqa: E402
 from atmostonce.mutation.stages import BLACK_BOX, STAGES  # noqa: E402
 from atmostonce.spec.errors import SpecError  # noqa: E402
@@ -66,6 +66,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="the stages each mutant meets, in order (default: "
                         f"{','.join(s.name for s in STAGES)}; with --black-box "
                         f"{','.join(BLACK_BOX)})")
+    parser.add_argument("--argued", action="store_true",
+                        help="with --black-box: only the survivors argued not observable from "
+                        "outside (to try them against a new stage, e.g. --stages operator)")
     parser.add_argument("--limit", type=int, default=0, metavar="N",
                         help="only the first N mutants (default: all)")
     parser.add_argument("--timeout", type=float, default=900.0, metavar="S",
@@ -99,6 +102,9 @@ def main(argv: list[str] | None = None) -> int:
         if unknown or not stages or not all(stages):
             raise SpecError(f"unknown stage {unknown[0] if unknown else '(none)'!r}: choose "
                             f"from {', '.join(s.name for s in STAGES)}")
+        if args.argued and not args.black_box:
+            raise SpecError("--argued needs --black-box: the arguments are about outside "
+                            "observers")
         if args.processes < 1 or args.limit < 0 or args.timeout <= 0:
             raise SpecError("--processes must be >= 1, --limit >= 0 and --timeout > 0")
         equivalents = load_equivalents(args.equivalent)
@@ -114,6 +120,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     tried = [m for m in made if not m.annotation and (
         args.try_equivalents or getattr(equivalents.get(m.id), "line", None) != m.text)]
+    if args.argued:
+        tried = [m for m in tried if m.id in unobservable]
+        made = [m for m in made if m in set(tried)]
     if args.limit:
         tried = tried[:args.limit]
         made = [m for m in made if m.annotation or m in set(tried)]
@@ -145,7 +154,13 @@ def main(argv: list[str] | None = None) -> int:
               "command": "python benchmarks/mutation.py " + " ".join(argv or sys.argv[1:])}
     if args.out is not None:
         args.out.write_text(json.dumps(report, indent=2) + "\n")
-    if args.record:
+    if args.record and args.argued:
+        try:
+            fold_argued(outcomes, " ".join(argv or sys.argv[1:]))
+        except SpecError as error:
+            print(f"mutation: {error}", file=sys.stderr)
+            return 2
+    elif args.record:
         if args.module or args.limit or stages != every or result.untried:
             print("mutation: --record needs every module and every stage, and every mutant "
                   "tried", file=sys.stderr)
@@ -182,6 +197,44 @@ def record(result: Score, report: dict[str, object], modules: list[Path],
     elif "black_box" in kept:
         measured["black_box"] = kept["black_box"]
     MEASURED.write_text(json.dumps(measured, indent=1) + "\n")
+
+
+def fold_argued(outcomes: list[Outcome], command: str) -> None:
+    """The argued survivors this run killed, taken off the recorded black-box score's
+    survivors and counted as kills by their stage: a kill stays a kill, and every other
+    mutant's figure stands as recorded. SpecError when no black-box score is recorded or a
+    module changed since it was (its figures would mix two versions)."""
+    try:
+        kept = json.loads(MEASURED.read_text())
+        outside = kept["black_box"]
+        per = outside["per_module"]
+    except (OSError, ValueError, KeyError, TypeError):
+        raise SpecError(f"no black-box score recorded in {MEASURED.relative_to(ROOT)}") from None
+    folded: list[str] = outside.setdefault("killed_after_the_run", [])
+    killed = [o for o in outcomes if o.killed_by not in (None, UNTRIED, TIMEOUT)
+              and o.mutant.id not in folded]
+    for outcome in killed:
+        name = outcome.mutant.module
+        sha = hashlib.sha256((ROOT / name).read_bytes()).hexdigest()
+        if per.get(name, {}).get("sha256") != sha:
+            raise SpecError(f"{name} changed since the black-box score was recorded: "
+                            "record it whole again")
+    for outcome in killed:
+        for figures in (per[outcome.mutant.module], outside):
+            figures["killed"] += 1
+            figures["survived"] -= 1
+            figures["unobservable"] -= 1
+        stage = str(outcome.killed_by)
+        outside["killed_by_stage"][stage] = outside["killed_by_stage"].get(stage, 0) + 1
+        folded.append(outcome.mutant.id)
+    for figures in (*per.values(), outside):
+        judged = figures["mutants"] - figures["equivalent"]
+        figures["score"] = round(
+            1.0 if judged == 0 else (figures["killed"] + figures["timeout"]) / judged, 4)
+    outside["date"] = time.strftime("%Y-%m-%d")
+    if killed:
+        outside["command"] = f"{outside['command']}, then python benchmarks/mutation.py {command}"
+    MEASURED.write_text(json.dumps(kept, indent=1) + "\n")
 
 
 def _table(result: Score, report: dict[str, object]) -> None:

@@ -237,7 +237,7 @@ def test_the_black_box_run_meets_only_the_stages_that_judge_from_outside(
         tmp_path: Path) -> None:
     from atmostonce.mutation.stages import BLACK_BOX, BY_NAME
 
-    assert BLACK_BOX == ("simulation-20", "simulation-300", "runtime")
+    assert BLACK_BOX == ("simulation-20", "operator", "simulation-300", "runtime")
     assert {BY_NAME[name].layer for name in BLACK_BOX} == {"simulation", "runtime"}
     done = subprocess.run(
         [sys.executable, "benchmarks/mutation.py", "--black-box", "--module", "attempts.py",
