@@ -7,11 +7,16 @@ the expensive ones. Prints a table per module, or one JSON object.
     python benchmarks/mutation.py [--processes 2] [--json] [--out report.json]
     python benchmarks/mutation.py --module attempts.py --limit 20      # a quick look
     python benchmarks/mutation.py --black-box [--record]     # judged from outside only
+    python benchmarks/mutation.py --black-box --argued --stages operator --record
+                                      # the argued survivors against a new stage, folded in
 
 `--black-box` runs the same mutants through the stages that read only what an engine shows
-from outside (the simulation's histories and the chaos run's on the real runtime), the way a
+from outside (the simulation's histories, the chaos run's on the real runtime, and what its
+operator sees starting it with bad options or a foreign journal), the way a
 black-box engine is judged, and scores them apart; a survivor there is argued in
-`mutation_unobservable.toml`, saying what an observer would need to see to tell it apart.
+`mutation_unobservable.toml`, saying what an observer would need to see to tell it apart;
+`--argued` tries those survivors alone against a stage added since, and with `--record` adds
+its kills to the recorded black-box score (a kill stays a kill; every other figure stands).
 
 cosmic-ray is chosen over mutmut because it applies one mutation to a source file and runs
 any command against it (here: verify's executor layers in a fresh process whose import path
@@ -33,9 +38,9 @@ if not __package__:  # run as a script: mutate this checkout, not an installed c
 
 from atmostonce import progress  # noqa: E402
 from atmostonce.mutation.generate import executor_modules, mutants  # noqa: E402
-from atmostonce.mutation.pipeline import TIMEOUT, UNTRIED, Outcome, run  # noqa: E402
+from atmostonce.mutation.pipeline import Outcome, run  # noqa: E402
 from atmostonce.mutation.score import Score, load_equivalents, score  # noqa: E402
-from atmostonce.mutation.stages import BLACK_BOX, STAGES  # noqa: E402
+from atmostonce.mutation.stages import BLACK_BOX, BY_NAME, STAGES  # noqa: E402
 from atmostonce.spec.errors import SpecError  # noqa: E402
 
 EQUIVALENT = Path(__file__).with_name("mutation_equivalent.toml")
@@ -47,6 +52,8 @@ stage, then one more at a time)."""
 STATE = ROOT / ".mutation" / "state.jsonl"
 BLACK_BOX_STATE = ROOT / ".mutation" / "black-box.jsonl"
 MEASURED = ROOT / "atmostonce" / "mutation" / "measured.json"
+RECORDED_WITHOUT_OPERATOR = ("simulation-20", "simulation-300", "runtime")
+"""The stages of a black-box score recorded before the operator stage, which names none."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -199,19 +206,22 @@ def record(result: Score, report: dict[str, object], modules: list[Path],
     MEASURED.write_text(json.dumps(measured, indent=1) + "\n")
 
 
-def fold_argued(outcomes: list[Outcome], command: str) -> None:
-    """The argued survivors this run killed, taken off the recorded black-box score's
-    survivors and counted as kills by their stage: a kill stays a kill, and every other
-    mutant's figure stands as recorded. SpecError when no black-box score is recorded or a
-    module changed since it was (its figures would mix two versions)."""
+def fold_argued(outcomes: list[Outcome], command: str, measured: Path = MEASURED) -> None:
+    """The argued survivors this run killed by a stage the recorded black-box score never ran,
+    taken off its survivors and counted as kills by that stage: a kill stays a kill, and every
+    other mutant's figure stands as recorded. A kill by a stage the record ran is not folded
+    (the record counted that mutant already, or its checks changed since: a whole run tells).
+    SpecError when no black-box score is recorded or a module changed since it was (its
+    figures would mix two versions)."""
     try:
-        kept = json.loads(MEASURED.read_text())
+        kept = json.loads(measured.read_text())
         outside = kept["black_box"]
         per = outside["per_module"]
     except (OSError, ValueError, KeyError, TypeError):
-        raise SpecError(f"no black-box score recorded in {MEASURED.relative_to(ROOT)}") from None
+        raise SpecError(f"no black-box score recorded in {measured}") from None
     folded: list[str] = outside.setdefault("killed_after_the_run", [])
-    killed = [o for o in outcomes if o.killed_by not in (None, UNTRIED, TIMEOUT)
+    ran: list[str] = outside.setdefault("stages", list(RECORDED_WITHOUT_OPERATOR))
+    killed = [o for o in outcomes if o.killed_by in BY_NAME and o.killed_by not in ran
               and o.mutant.id not in folded]
     for outcome in killed:
         name = outcome.mutant.module
@@ -219,6 +229,12 @@ def fold_argued(outcomes: list[Outcome], command: str) -> None:
         if per.get(name, {}).get("sha256") != sha:
             raise SpecError(f"{name} changed since the black-box score was recorded: "
                             "record it whole again")
+    for name in {o.mutant.module for o in killed}:
+        count = sum(o.mutant.module == name for o in killed)
+        if count > per[name]["unobservable"]:
+            raise SpecError(f"{count} argued survivors of {name} killed, but the recorded score "
+                            f"has {per[name]['unobservable']}: an argument names a mutant the "
+                            "recorded run killed")
     for outcome in killed:
         for figures in (per[outcome.mutant.module], outside):
             figures["killed"] += 1
@@ -231,10 +247,11 @@ def fold_argued(outcomes: list[Outcome], command: str) -> None:
         judged = figures["mutants"] - figures["equivalent"]
         figures["score"] = round(
             1.0 if judged == 0 else (figures["killed"] + figures["timeout"]) / judged, 4)
-    outside["date"] = time.strftime("%Y-%m-%d")
     if killed:
+        outside["stages"] = [*ran, *sorted({str(o.killed_by) for o in killed} - set(ran))]
+        outside["date"] = time.strftime("%Y-%m-%d")
         outside["command"] = f"{outside['command']}, then python benchmarks/mutation.py {command}"
-    MEASURED.write_text(json.dumps(kept, indent=1) + "\n")
+    measured.write_text(json.dumps(kept, indent=1) + "\n")
 
 
 def _table(result: Score, report: dict[str, object]) -> None:

@@ -6,7 +6,8 @@ Options out of range must stop the start with one line naming the option; option
 of their range must start. A journal another writer made (a field of the wrong type, an
 attempt that is not its call's, a call's attempts out of order, a record whose failure does not
 fit it) must be refused, the file left byte for byte as it was, with one line naming the entry
-and its problem; a journal this executor writes must start. Options come both through
+and its problem; a journal this executor writes must start, and a call it shows asked with no
+attempt yet gets its first one. Options come both through
 `atmostonce serve`'s flags and through a program embedding the server (`embedded`), since the
 command line refuses some bad values before the executor sees them.
 """
@@ -27,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from atmostonce.arguments import EXIT_BAD_INPUT
-from atmostonce.runtime.journal import create_journal
+from atmostonce.runtime.journal import create_journal, read_journal
 from atmostonce.runtime.wire import READY_PREFIX
 
 Entry = dict[str, object]
@@ -49,6 +50,8 @@ class Start:
     """ExecutorConfig fields handed to an embedding program, bypassing the command line."""
     journal: list[Entry] | None = field(default=None)
     """The journal the server starts on (None: a fresh one)."""
+    queues: str | None = None
+    """A call's key the started server must have given a first attempt, in its journal."""
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,8 @@ class Seen:
     stderr: str
     changed: bool
     """The journal's bytes differ from what they were before the start."""
+    entries: tuple[Entry, ...] = ()
+    """The journal's entries once the server stopped."""
 
 
 def _policy(tool: str, effect: str, requires: bool | None) -> Entry:
@@ -149,6 +154,8 @@ STARTS: tuple[Start, ...] = (
     Start("embedded, a lease given as a string", "lease must be a finite number",
           options={"lease": "1"}),
     Start("a journal this executor writes", None, journal=written()),
+    Start("a call asked whose first attempt was never journaled", None,
+          journal=written()[:ASK + 1], queues="s1/t1/c1"),
     Start("an entry of an unknown type", "journal entry 1: unknown type 'bogus'",
           journal=_changed(1, type="bogus")),
     Start("a policy of an unknown effect", f"{_entry(0, 'policy')}: field 'effect'",
@@ -238,6 +245,10 @@ def judged(start: Start, seen: Seen) -> str | None:
     if start.refused is None:
         if not seen.started:
             return f"the server did not start (exit {seen.code}): {said}"
+        if start.queues is not None and not any(
+                e.get("type") == "queued" and e.get("key") == start.queues
+                and e.get("number") == 1 for e in seen.entries):
+            return f"no first attempt of {start.queues!r} in the journal after the start"
         return None
     if seen.started:
         return "the server started"
@@ -262,7 +273,7 @@ def _start(start: Start, executor: str, scratch: Path) -> Seen:
         argv = [sys.executable, "-m", "atmostonce.runtime", "serve", "--journal", str(journal),
                 "--executor", executor, *start.flags]
     started, code, stderr = _run(argv)
-    return Seen(started, code, stderr, _bytes(journal) != before)
+    return Seen(started, code, stderr, _bytes(journal) != before, _entries(journal))
 
 
 def _write(path: Path, entries: list[Entry]) -> None:
@@ -275,6 +286,13 @@ def _write(path: Path, entries: list[Entry]) -> None:
                          [(i, json.dumps(e)) for i, e in enumerate(entries, start=1)])
     finally:
         conn.close()
+
+
+def _entries(path: Path) -> tuple[Entry, ...]:
+    """The journal's entries as its file holds them; none when there is no journal."""
+    if not path.exists():
+        return ()
+    return tuple(read_journal(path))
 
 
 def _bytes(path: Path) -> str:

@@ -43,6 +43,8 @@ RUN = Start("a good thing", None)
     (REFUSE, Seen(False, 2, "bad thing", True), "was changed"),
     (RUN, Seen(False, 2, "refused", False), "did not start"),
     (RUN, Seen(False, None, "", False), "did not start"),
+    (Start("a call to queue", None, queues="k"), Seen(True, 0, "", True, ({"type": "ask"},)),
+     "no first attempt of 'k'"),
 ])
 def test_each_way_a_start_goes_wrong_is_named(start: Start, seen: Seen, problem: str) -> None:
     found = judged(start, seen)
@@ -53,6 +55,9 @@ def test_each_way_a_start_goes_wrong_is_named(start: Start, seen: Seen, problem:
 def test_what_the_operator_must_see_is_accepted() -> None:
     assert judged(REFUSE, Seen(False, 2, "x: bad thing, here\n", False)) is None
     assert judged(RUN, Seen(True, 0, "listening\n", True)) is None
+    queued = {"type": "queued", "key": "k", "number": 1}
+    assert judged(Start("a call to queue", None, queues="k"),
+                  Seen(True, 0, "", True, ({"type": "ask"}, queued))) is None
 
 
 @pytest.mark.parametrize(("module", "operator", "occurrence", "caught"), [
@@ -64,6 +69,8 @@ def test_what_the_operator_must_see_is_accepted() -> None:
     ("reader.py", "core/ExceptionReplacer", 0, "a policy of an unknown effect: the refusal"),
     ("recovery.py", "core/ReplaceComparisonOperator_NotEq_Lt", 0,
      "a call's first attempt numbered 2: the server started"),
+    ("restart.py", "core/ReplaceComparisonOperator_Eq_NotEq", 0,
+     "a call asked whose first attempt was never journaled: no first attempt"),
 ])
 def test_a_mutant_of_the_executors_own_checks_is_caught_by_the_operator_stage(
         tmp_path: Path, module: str, operator: str, occurrence: int, caught: str) -> None:
