@@ -26,6 +26,7 @@ holds the mutated copy), where mutmut 3 drives pytest through its own trampoline
 from __future__ import annotations
 
 import argparse
+import collections
 import hashlib
 import json
 import sys
@@ -208,11 +209,12 @@ def record(result: Score, report: dict[str, object], modules: list[Path],
 
 def fold_argued(outcomes: list[Outcome], command: str, measured: Path = MEASURED) -> None:
     """The argued survivors this run killed by a stage the recorded black-box score never ran,
-    taken off its survivors and counted as kills by that stage: a kill stays a kill, and every
-    other mutant's figure stands as recorded. A kill by a stage the record ran is not folded
-    (the record counted that mutant already, or its checks changed since: a whole run tells).
-    SpecError when no black-box score is recorded or a module changed since it was (its
-    figures would mix two versions)."""
+    taken off its survivors and counted as kills: a kill stays a kill, and every other mutant's
+    figure stands as recorded. A kill by a stage the record ran is not folded (the record
+    counted that mutant already, or its checks changed since: a whole run tells); where a
+    module's arguments name more mutants than the record has survivors, only the kills beyond
+    that excess count. SpecError when no black-box score is recorded or a module changed since
+    it was (its figures would mix two versions)."""
     try:
         kept = json.loads(measured.read_text())
         outside = kept["black_box"]
@@ -220,35 +222,38 @@ def fold_argued(outcomes: list[Outcome], command: str, measured: Path = MEASURED
     except (OSError, ValueError, KeyError, TypeError):
         raise SpecError(f"no black-box score recorded in {measured}") from None
     folded: list[str] = outside.setdefault("killed_after_the_run", [])
-    ran: list[str] = outside.setdefault("stages", list(RECORDED_WITHOUT_OPERATOR))
-    killed = [o for o in outcomes if o.killed_by in BY_NAME and o.killed_by not in ran
-              and o.mutant.id not in folded]
+    ran: list[str] = outside.setdefault("stages", list(RECORDED_WITHOUT_OPERATOR))  # the run's own
+    met = [o for o in outcomes if o.killed_by not in ran and o.mutant.id not in folded]
+    killed = [o for o in met if o.killed_by in BY_NAME]
     for outcome in killed:
         name = outcome.mutant.module
         sha = hashlib.sha256((ROOT / name).read_bytes()).hexdigest()
         if per.get(name, {}).get("sha256") != sha:
             raise SpecError(f"{name} changed since the black-box score was recorded: "
                             "record it whole again")
-    for name in {o.mutant.module for o in killed}:
-        count = sum(o.mutant.module == name for o in killed)
-        if count > per[name]["unobservable"]:
-            raise SpecError(f"{count} argued survivors of {name} killed, but the recorded score "
-                            f"has {per[name]['unobservable']}: an argument names a mutant the "
-                            "recorded run killed")
-    for outcome in killed:
-        for figures in (per[outcome.mutant.module], outside):
-            figures["killed"] += 1
-            figures["survived"] -= 1
-            figures["unobservable"] -= 1
-        stage = str(outcome.killed_by)
-        outside["killed_by_stage"][stage] = outside["killed_by_stage"].get(stage, 0) + 1
-        folded.append(outcome.mutant.id)
+    for name in sorted({o.mutant.module for o in killed}):
+        # The arguments may name more mutants than the record has survivors (an argument
+        # kept for a mutant the recorded run killed): of the argued mutants met, that many
+        # may be the record's kills, so only the kills beyond them are the record's survivors.
+        argued = sum(o.mutant.module == name for o in met)
+        beyond = max(0, argued - per[name]["unobservable"])
+        by_stage = collections.Counter(str(o.killed_by) for o in killed if o.mutant.module == name)
+        count = max(0, by_stage.total() - beyond)
+        for figures in (per[name], outside):
+            figures["killed"] += count
+            figures["survived"] -= count
+            figures["unobservable"] -= count
+        for stage, kills in by_stage.most_common():
+            taken = min(kills, count)
+            count -= taken
+            if taken:
+                outside["killed_by_stage"][stage] = outside["killed_by_stage"].get(stage, 0) + taken
+    folded += [o.mutant.id for o in killed]
     for figures in (*per.values(), outside):
         judged = figures["mutants"] - figures["equivalent"]
         figures["score"] = round(
             1.0 if judged == 0 else (figures["killed"] + figures["timeout"]) / judged, 4)
     if killed:
-        outside["stages"] = [*ran, *sorted({str(o.killed_by) for o in killed} - set(ran))]
         outside["date"] = time.strftime("%Y-%m-%d")
         outside["command"] = f"{outside['command']}, then python benchmarks/mutation.py {command}"
     measured.write_text(json.dumps(kept, indent=1) + "\n")
@@ -259,7 +264,7 @@ def _table(result: Score, report: dict[str, object]) -> None:
     from rich.table import Table
 
     title = "mutants of atmostonce/executor/*.py" + (
-        ", judged from outside (simulation and chaos histories only)"
+        ", judged from outside (simulation and chaos histories, the operator's starts)"
         if report["black_box"] else "")
     table = Table(title=title)
     for column in ("module", "mutants", "killed", "timeout", "survived", "unobservable",
