@@ -7,11 +7,16 @@ the expensive ones. Prints a table per module, or one JSON object.
     python benchmarks/mutation.py [--processes 2] [--json] [--out report.json]
     python benchmarks/mutation.py --module attempts.py --limit 20      # a quick look
     python benchmarks/mutation.py --black-box [--record]     # judged from outside only
+    python benchmarks/mutation.py --black-box --argued --stages operator --record
+                                      # the argued survivors against a new stage, folded in
 
 `--black-box` runs the same mutants through the stages that read only what an engine shows
-from outside (the simulation's histories and the chaos run's on the real runtime), the way a
+from outside (the simulation's histories, the chaos run's on the real runtime, and what its
+operator sees starting it with bad options or a foreign journal), the way a
 black-box engine is judged, and scores them apart; a survivor there is argued in
-`mutation_unobservable.toml`, saying what an observer would need to see to tell it apart.
+`mutation_unobservable.toml`, saying what an observer would need to see to tell it apart;
+`--argued` tries those survivors alone against a stage added since, and with `--record` adds
+its kills to the recorded black-box score (a kill stays a kill; every other figure stands).
 
 cosmic-ray is chosen over mutmut because it applies one mutation to a source file and runs
 any command against it (here: verify's executor layers in a fresh process whose import path
@@ -21,6 +26,7 @@ holds the mutated copy), where mutmut 3 drives pytest through its own trampoline
 from __future__ import annotations
 
 import argparse
+import collections
 import hashlib
 import json
 import sys
@@ -35,7 +41,7 @@ from atmostonce import progress  # noqa: E402
 from atmostonce.mutation.generate import executor_modules, mutants  # noqa: E402
 from atmostonce.mutation.pipeline import Outcome, run  # noqa: E402
 from atmostonce.mutation.score import Score, load_equivalents, score  # noqa: E402
-from atmostonce.mutation.stages import BLACK_BOX, STAGES  # noqa: E402
+from atmostonce.mutation.stages import BLACK_BOX, BY_NAME, STAGES  # noqa: E402
 from atmostonce.spec.errors import SpecError  # noqa: E402
 
 EQUIVALENT = Path(__file__).with_name("mutation_equivalent.toml")
@@ -47,6 +53,8 @@ stage, then one more at a time)."""
 STATE = ROOT / ".mutation" / "state.jsonl"
 BLACK_BOX_STATE = ROOT / ".mutation" / "black-box.jsonl"
 MEASURED = ROOT / "atmostonce" / "mutation" / "measured.json"
+RECORDED_WITHOUT_OPERATOR = ("simulation-20", "simulation-300", "runtime")
+"""The stages of a black-box score recorded before the operator stage, which names none."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -66,6 +74,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="the stages each mutant meets, in order (default: "
                         f"{','.join(s.name for s in STAGES)}; with --black-box "
                         f"{','.join(BLACK_BOX)})")
+    parser.add_argument("--argued", action="store_true",
+                        help="with --black-box: only the survivors argued not observable from "
+                        "outside (to try them against a new stage, e.g. --stages operator)")
     parser.add_argument("--limit", type=int, default=0, metavar="N",
                         help="only the first N mutants (default: all)")
     parser.add_argument("--timeout", type=float, default=900.0, metavar="S",
@@ -99,6 +110,9 @@ def main(argv: list[str] | None = None) -> int:
         if unknown or not stages or not all(stages):
             raise SpecError(f"unknown stage {unknown[0] if unknown else '(none)'!r}: choose "
                             f"from {', '.join(s.name for s in STAGES)}")
+        if args.argued and not args.black_box:
+            raise SpecError("--argued needs --black-box: the arguments are about outside "
+                            "observers")
         if args.processes < 1 or args.limit < 0 or args.timeout <= 0:
             raise SpecError("--processes must be >= 1, --limit >= 0 and --timeout > 0")
         equivalents = load_equivalents(args.equivalent)
@@ -114,6 +128,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     tried = [m for m in made if not m.annotation and (
         args.try_equivalents or getattr(equivalents.get(m.id), "line", None) != m.text)]
+    if args.argued:
+        tried = [m for m in tried if m.id in unobservable]
+        made = [m for m in made if m in set(tried)]
     if args.limit:
         tried = tried[:args.limit]
         made = [m for m in made if m.annotation or m in set(tried)]
@@ -145,7 +162,13 @@ def main(argv: list[str] | None = None) -> int:
               "command": "python benchmarks/mutation.py " + " ".join(argv or sys.argv[1:])}
     if args.out is not None:
         args.out.write_text(json.dumps(report, indent=2) + "\n")
-    if args.record:
+    if args.record and args.argued:
+        try:
+            fold_argued(outcomes, " ".join(argv or sys.argv[1:]))
+        except SpecError as error:
+            print(f"mutation: {error}", file=sys.stderr)
+            return 2
+    elif args.record:
         if args.module or args.limit or stages != every or result.untried:
             print("mutation: --record needs every module and every stage, and every mutant "
                   "tried", file=sys.stderr)
@@ -184,12 +207,64 @@ def record(result: Score, report: dict[str, object], modules: list[Path],
     MEASURED.write_text(json.dumps(measured, indent=1) + "\n")
 
 
+def fold_argued(outcomes: list[Outcome], command: str, measured: Path = MEASURED) -> None:
+    """The argued survivors this run killed by a stage the recorded black-box score never ran,
+    taken off its survivors and counted as kills: a kill stays a kill, and every other mutant's
+    figure stands as recorded. A kill by a stage the record ran is not folded (the record
+    counted that mutant already, or its checks changed since: a whole run tells); where a
+    module's arguments name more mutants than the record has survivors, only the kills beyond
+    that excess count. SpecError when no black-box score is recorded or a module changed since
+    it was (its figures would mix two versions)."""
+    try:
+        kept = json.loads(measured.read_text())
+        outside = kept["black_box"]
+        per = outside["per_module"]
+    except (OSError, ValueError, KeyError, TypeError):
+        raise SpecError(f"no black-box score recorded in {measured}") from None
+    folded: list[str] = outside.setdefault("killed_after_the_run", [])
+    ran: list[str] = outside.setdefault("stages", list(RECORDED_WITHOUT_OPERATOR))  # the run's own
+    met = [o for o in outcomes if o.killed_by not in ran and o.mutant.id not in folded]
+    killed = [o for o in met if o.killed_by in BY_NAME]
+    for outcome in killed:
+        name = outcome.mutant.module
+        sha = hashlib.sha256((ROOT / name).read_bytes()).hexdigest()
+        if per.get(name, {}).get("sha256") != sha:
+            raise SpecError(f"{name} changed since the black-box score was recorded: "
+                            "record it whole again")
+    for name in sorted({o.mutant.module for o in killed}):
+        # The arguments may name more mutants than the record has survivors (an argument
+        # kept for a mutant the recorded run killed): of the argued mutants met, that many
+        # may be the record's kills, so only the kills beyond them are the record's survivors.
+        argued = sum(o.mutant.module == name for o in met)
+        beyond = max(0, argued - per[name]["unobservable"])
+        by_stage = collections.Counter(str(o.killed_by) for o in killed if o.mutant.module == name)
+        count = max(0, by_stage.total() - beyond)
+        for figures in (per[name], outside):
+            figures["killed"] += count
+            figures["survived"] -= count
+            figures["unobservable"] -= count
+        for stage, kills in by_stage.most_common():
+            taken = min(kills, count)
+            count -= taken
+            if taken:
+                outside["killed_by_stage"][stage] = outside["killed_by_stage"].get(stage, 0) + taken
+    folded += [o.mutant.id for o in killed]
+    for figures in (*per.values(), outside):
+        judged = figures["mutants"] - figures["equivalent"]
+        figures["score"] = round(
+            1.0 if judged == 0 else (figures["killed"] + figures["timeout"]) / judged, 4)
+    if killed:
+        outside["date"] = time.strftime("%Y-%m-%d")
+        outside["command"] = f"{outside['command']}, then python benchmarks/mutation.py {command}"
+    measured.write_text(json.dumps(kept, indent=1) + "\n")
+
+
 def _table(result: Score, report: dict[str, object]) -> None:
     from rich.console import Console
     from rich.table import Table
 
     title = "mutants of atmostonce/executor/*.py" + (
-        ", judged from outside (simulation and chaos histories only)"
+        ", judged from outside (simulation and chaos histories, the operator's starts)"
         if report["black_box"] else "")
     table = Table(title=title)
     for column in ("module", "mutants", "killed", "timeout", "survived", "unobservable",

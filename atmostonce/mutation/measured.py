@@ -32,8 +32,9 @@ def measured_lines(path: Path = MEASURED) -> list[str]:
                 "benchmarks/mutation.py --black-box --record)"]
     try:
         lines.append(
-            f"judged from outside (simulation and chaos histories only, what a black-box engine "
-            f"is judged by): score {float(outside['score']):.1%} (killed {outside['killed']}, "
+            f"judged from outside (simulation and chaos histories and the operator's starts "
+            f"only, what a black-box engine is judged by): score "
+            f"{float(outside['score']):.1%} (killed {outside['killed']}, "
             f"timed out {outside['timeout']}, survived {outside['survived']} of which "
             f"{outside['unobservable']} argued not observable from outside, equivalent "
             f"{outside['equivalent']}), measured {outside['date']} by `{outside['command']}`")

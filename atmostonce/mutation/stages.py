@@ -2,8 +2,9 @@
 fresh executors (bad input, policies, the fence, restarts), short versions of its conformance
 and simulation layers, then the layers themselves at verify's
 defaults, then the chaos run on the real runtime (whose server and workers load the mutated
-executor from the same path). A mutant is killed by the first check that fails; the later
-ones never run for it.
+executor from the same path) and the operator's starts of that server with bad options and
+foreign journals. A mutant is killed by the first check that fails; the later ones never run
+for it.
 """
 
 from __future__ import annotations
@@ -84,6 +85,13 @@ def _layer(name: str) -> Check:
     return check
 
 
+def _operator(path: str, factory: ExecutorFactory) -> Verdict:
+    from atmostonce.mutation.operator import check
+
+    problem = check(path)
+    return Verdict(problem is not None, problem or "")
+
+
 STAGES: tuple[Stage, ...] = (
     Stage("probes", "conformance", _probes),
     Stage("simulation-20", "simulation", _simulation(20)),
@@ -92,10 +100,13 @@ STAGES: tuple[Stage, ...] = (
     Stage("simulation-300", "simulation", _layer("simulation")),
     Stage("conformance-9", "conformance", _layer("conformance")),
     Stage("runtime", "runtime", _layer("runtime")),
+    Stage("operator", "runtime", _operator),
 )
-"""Every stage in the order a mutant meets them; the last three are verify's executor layers
-at their defaults."""
+"""Every stage in the order a mutant meets them; `simulation-300`, `conformance-9` and
+`runtime` are verify's executor layers at their defaults; `operator` starts the real server
+with bad options and foreign journals (`atmostonce.mutation.operator`)."""
 BY_NAME = {stage.name: stage for stage in STAGES}
-BLACK_BOX: tuple[str, ...] = tuple(s.name for s in STAGES if s.layer != "conformance")
+BLACK_BOX: tuple[str, ...] = ("simulation-20", "operator", "simulation-300", "runtime")
 """The stages that judge only what an engine shows from outside (the histories of the
-simulation and of the chaos run on the real runtime): what a black-box engine is judged by."""
+simulation and of the chaos run on the real runtime, and what its operator sees when starting
+it), cheapest first: what a black-box engine is judged by."""

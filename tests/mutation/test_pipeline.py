@@ -237,7 +237,7 @@ def test_the_black_box_run_meets_only_the_stages_that_judge_from_outside(
         tmp_path: Path) -> None:
     from atmostonce.mutation.stages import BLACK_BOX, BY_NAME
 
-    assert BLACK_BOX == ("simulation-20", "simulation-300", "runtime")
+    assert BLACK_BOX == ("simulation-20", "operator", "simulation-300", "runtime")
     assert {BY_NAME[name].layer for name in BLACK_BOX} == {"simulation", "runtime"}
     done = subprocess.run(
         [sys.executable, "benchmarks/mutation.py", "--black-box", "--module", "attempts.py",
@@ -272,3 +272,57 @@ def test_the_recorded_black_box_score_is_shown_beside_the_other(tmp_path: Path) 
     assert lines[2] == "  per module: keys.py 70%"
     path.write_text(json.dumps(figures))
     assert "no black-box score recorded" in measured_lines(path)[-1]
+
+
+def test_kills_of_argued_survivors_are_folded_into_the_recorded_score_once(
+        tmp_path: Path) -> None:
+    from atmostonce.mutation.pipeline import Outcome
+    from atmostonce.spec.errors import SpecError
+    from benchmarks.mutation import fold_argued
+
+    mutant, other = one(*CHANGES_NOTHING), one(*BREAKS)
+    sha = hashlib.sha256((ROOT / mutant.module).read_bytes()).hexdigest()
+    measured = tmp_path / "measured.json"
+
+    def recorded(unobservable: int) -> None:
+        figures = {"mutants": 10, "killed": 6, "timeout": 0, "survived": 2, "equivalent": 2,
+                   "unobservable": unobservable, "score": 0.75}
+        measured.write_text(json.dumps({"black_box": {
+            **figures, "killed_by_stage": {"simulation-20": 6}, "date": "2026-12-04",
+            "command": "python benchmarks/mutation.py --record --black-box",
+            "per_module": {mutant.module: {**figures, "sha256": sha}}}}))
+
+    def outcome(m: Mutant, stage: str | None) -> Outcome:
+        return Outcome(m, stage, None, "", 1.0, ("simulation-20", "operator"))
+
+    recorded(2)
+    killed = outcome(mutant, "operator")
+    for _ in range(2):
+        fold_argued([killed, outcome(other, "simulation-20")], "--argued --record", measured)
+    outside = json.loads(measured.read_text())["black_box"]
+    assert (outside["killed"], outside["survived"], outside["unobservable"]) == (7, 1, 1)
+    assert outside["score"] == 0.875
+    assert outside["per_module"][mutant.module]["killed"] == 7
+    assert outside["killed_by_stage"] == {"simulation-20": 6, "operator": 1}
+    assert outside["killed_after_the_run"] == [mutant.id], "a kill is folded in once"
+    assert outside["stages"] == ["simulation-20", "simulation-300", "runtime"]
+    again = outcome(one(*BREAKS), "operator")
+    fold_argued([again], "--argued --record", measured)
+    outside = json.loads(measured.read_text())["black_box"]
+    assert outside["killed"] == 8, "a second fold by the same new stage counts too"
+
+    recorded(1)
+    fold_argued([killed, outcome(other, None)], "--argued --record", measured)
+    outside = json.loads(measured.read_text())["black_box"]
+    assert outside["killed"] == 6, "two argued, one survivor recorded: the kill may be a kill"
+    recorded(1)
+    fold_argued([killed, outcome(other, "operator")], "--argued --record", measured)
+    outside = json.loads(measured.read_text())["black_box"]
+    assert outside["killed"] == 7, "two argued, both killed: the one survivor is among them"
+
+    recorded(2)
+    data = json.loads(measured.read_text())
+    data["black_box"]["per_module"][mutant.module]["sha256"] = "another version"
+    measured.write_text(json.dumps(data))
+    with pytest.raises(SpecError, match="changed since the black-box score was recorded"):
+        fold_argued([killed], "--argued", measured)
