@@ -203,6 +203,7 @@ class Simulation:
             return
         self.faults_on = False
         self.agents.reconcile_crashes = 0
+        self.server.late_until = 0.0
         for worker in self.workers:
             worker.settle()
 
@@ -243,5 +244,7 @@ class Simulation:
                 worker.pause(until)
         elif kind is FaultKind.RECONCILE_CRASH:
             self.agents.reconcile_crashes += 1
+        elif kind is FaultKind.LATE_TIMERS:
+            self.server.late_timers(self.now + fault.duration)
         else:
             self.workers[fault.target % len(self.workers)].fault(fault)

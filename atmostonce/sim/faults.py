@@ -34,6 +34,9 @@ class FaultKind(enum.Enum):
     `WHILE_WAITING` it waits until some call waits for approval."""
     RECONCILE_CRASH = "reconcile_crash"
     """The next reconcile run dies after its first send, before reading the reply."""
+    LATE_TIMERS = "late_timers"
+    """The server's timers run late for `duration`: one that comes due meanwhile fires only at
+    its end, after what the server handled in between (a stalled loop, D-32)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +62,8 @@ class Fault:
             return f"t={self.at:.3f} stall the tool run at w{self.target} by {self.extra:.2f}s"
         if k is FaultKind.OUTAGE:
             return f"t={self.at:.3f} no worker polls for {self.duration:.2f}s"
+        if k is FaultKind.LATE_TIMERS:
+            return (f"t={self.at:.3f} the server's timers run late for {self.duration:.2f}s")
         if k is FaultKind.RESTART:
             mid = " inside a batch, after a Persist" if self.extra > 0 else ""
             wait = " once a call waits for approval" if self.target == WHILE_WAITING else ""
@@ -71,6 +76,9 @@ class Profile:
     name: str
     kinds: tuple[FaultKind, ...]
     summary: str
+    late_timers: bool = False
+    """Whether some seeds also get late timers, drawn after every other fault so that the
+    schedules drawn before them stay as they were."""
 
 
 _K = FaultKind
@@ -79,9 +87,11 @@ PROFILES: Mapping[str, Profile] = {
         Profile("none", (), "no faults: tool failures, approvals, policy changes and re-asks"),
         Profile("crashy", (_K.CRASH, _K.RECONCILE_CRASH), "worker and reconcile crashes"),
         Profile("partitions", (_K.PARTITION, _K.DELAY), "cut and slow worker connections"),
-        Profile("timeouts", (_K.STALL, _K.OUTAGE), "run time-outs and queue time-outs"),
+        Profile("timeouts", (_K.STALL, _K.OUTAGE), "run time-outs, queue time-outs and "
+                "late timers", late_timers=True),
         Profile("restarts", (_K.RESTART,), "server restarts, some inside a batch"),
-        Profile("chaos", tuple(FaultKind), "every kind of fault"),
+        Profile("chaos", (_K.CRASH, _K.PARTITION, _K.DELAY, _K.STALL, _K.OUTAGE, _K.RESTART,
+                          _K.RECONCILE_CRASH), "every kind of fault", late_timers=True),
     )
 }
 
@@ -94,6 +104,7 @@ RATES: Mapping[FaultKind, float] = {
     _K.OUTAGE: 0.03,
     _K.RESTART: 0.05,
     _K.RECONCILE_CRASH: 0.05,
+    _K.LATE_TIMERS: 0.05,
 }
 
 
@@ -101,6 +112,8 @@ WHILE_WAITING = 1
 """A restart's `target` when it is timed to strike while a call waits for approval."""
 RESTARTS_WHILE_WAITING = 0.3
 """The share of restarts timed that way (D-8 with an approval pending)."""
+LATE_TIMER_SEEDS = 0.4
+"""The share of a late-timer profile's seeds whose server's timers run late now and then."""
 
 
 def profile(name: str) -> Profile:
@@ -130,6 +143,11 @@ def schedule(p: Profile, rng: random.Random, window: float, workers: int,
             at = rng.uniform(0.5, window)
             target = rng.randrange(workers)
             faults.append(_draw(kind, at, target, rng, config))
+    if p.late_timers and rng.random() < LATE_TIMER_SEEDS:
+        kinds += (FaultKind.LATE_TIMERS,)
+        for _ in range(_poisson(rng, RATES[FaultKind.LATE_TIMERS] * window)):
+            at = rng.uniform(0.5, window)
+            faults.append(_draw(FaultKind.LATE_TIMERS, at, 0, rng, config))
     faults.sort(key=lambda f: (f.at, f.kind.value, f.target))
     return kinds, tuple(faults)
 
@@ -148,6 +166,9 @@ def _draw(kind: FaultKind, at: float, target: int, rng: random.Random,
         return Fault(at, kind, target, 0.0, rng.uniform(0.5, 2.5) * config.run_timeout)
     if kind is FaultKind.OUTAGE:
         return Fault(at, kind, 0, rng.uniform(0.5, 2.5) * config.queue_timeout)
+    if kind is FaultKind.LATE_TIMERS:
+        # Long enough that an answer after a deadline comes before its timer (D-32).
+        return Fault(at, kind, 0, rng.uniform(0.5, 1.0) * config.approval_deadline)
     if kind is FaultKind.RESTART:
         waiting = WHILE_WAITING if rng.random() < RESTARTS_WHILE_WAITING else 0
         return Fault(at, kind, waiting, 0.0, 1.0 if rng.random() < 0.5 else 0.0)

@@ -48,7 +48,7 @@ class SimServer:
     its timers and its network to the workers."""
 
     __slots__ = ("asking", "calls", "config", "conns", "crash_armed", "factory", "host", "journal",
-                 "loop", "network", "restarts", "timers")
+                 "late_until", "loop", "network", "restarts", "timers")
 
     def __init__(self, loop: Loop, factory: p.ExecutorFactory, config: p.ExecutorConfig,
                  calls: Mapping[str, Asked]) -> None:
@@ -69,6 +69,9 @@ class SimServer:
         self.restarts = 0
         self.crash_armed = False
         """The next restart fault comes inside a batch of commands, right after a Persist."""
+        self.late_until = 0.0
+        """Until then a timer that comes due fires only then, after what the server handles
+        meanwhile (`late_timers`)."""
         self.asking: p.Answer | p.UserMessage
         """The request being fed, whose reply `reply` records."""
 
@@ -202,6 +205,12 @@ class SimServer:
     def stop_timer(self, timer: str) -> None:
         self.timers.pop(timer, None)
 
+    def late_timers(self, until: float) -> None:
+        """The server's loop stalls until `until` for its timers, not for what it receives: a
+        timer due meanwhile fires at `until`, after the messages and answers that came first,
+        as an event loop runs what it read before the timers that came due while it stalled."""
+        self.late_until = max(self.late_until, until)
+
     def _timer(self, name: str, rec: list[Any]) -> None:
         if self.timers.get(name) is not rec:
             return
@@ -212,6 +221,12 @@ class SimServer:
             rec[1] = deadline
             loop.seq += 1
             heappush(loop.queue, (deadline, loop.seq, self._timer, name, rec))
+            return
+        late = self.late_until
+        if late > now:
+            rec[1] = late
+            loop.seq += 1
+            heappush(loop.queue, (late, loop.seq, self._timer, name, rec))
             return
         del self.timers[name]
         cmd = rec[2]
