@@ -1,0 +1,33 @@
+"""Tasks on worker processes of this machine: a `concurrent.futures` process pool whose
+workers come from a fork server (a clean process that has imported nothing of the caller's,
+so no lock or thread of the parent is copied in, and each worker starts in milliseconds)."""
+
+from __future__ import annotations
+
+import multiprocessing
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from typing import TypeVar
+
+A = TypeVar("A")
+R = TypeVar("R")
+
+
+def on_processes(task: Callable[[A], R], inputs: Sequence[A], processes: int
+                 ) -> Iterator[tuple[int, R]]:
+    """(index, result) of `task` on each of `inputs`, as each finishes, on `processes` worker
+    processes; `task` must be a module-level function (it is sent by name). An exception in a
+    task is raised here, and the tasks not yet started are cancelled."""
+    context = multiprocessing.get_context("forkserver")
+    with ProcessPoolExecutor(max_workers=min(processes, max(len(inputs), 1)),
+                             mp_context=context) as pool:
+        running: dict[Future[R], int] = {pool.submit(task, item): index
+                                          for index, item in enumerate(inputs)}
+        try:
+            while running:
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in done:
+                    yield running.pop(future), future.result()
+        finally:
+            for future in running:
+                future.cancel()
