@@ -62,14 +62,15 @@ def way(processes: int | None = None, ray: str | None = None) -> Way:
     return Way(processes, ray)
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """`--processes N` and `--ray ADDRESS|local`, explained in the command's --help."""
+def add_arguments(parser: argparse.ArgumentParser, what: str = "the seeds") -> None:
+    """`--processes N` and `--ray ADDRESS|local`, explained in the command's --help; `what`
+    names the work they fan out."""
     parser.add_argument("--processes", type=arguments.count, metavar="N",
-                        help="run the seeds on N worker processes of this machine; the results "
+                        help=f"run {what} on N worker processes of this machine; the results "
                         "(fingerprints, violations, statistics) are the same as on one "
                         "(default: 1, this process)")
     parser.add_argument("--ray", metavar="ADDRESS|local",
-                        help="run the seeds as Ray tasks: 'local' starts a Ray on this machine "
+                        help=f"run {what} as Ray tasks: 'local' starts a Ray on this machine "
                         "for the run (with --processes N it uses N CPUs), an address (auto, "
                         "ray://host:10001) joins a running cluster whose workers have "
                         "atmostonce installed; results are the same as serial (needs the ray "

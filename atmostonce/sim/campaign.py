@@ -151,7 +151,7 @@ def campaign(seeds: Iterable[int], profile: str, factory: ExecutorFactory,
             if progress is not None:
                 progress(heard[0], len(todo), heard[1])
 
-        for done in fan_out(run_chunk, pieces, way, finished):
-            result.add_chunk(done)
+        for piece in fan_out(run_chunk, pieces, way, finished):
+            result.add_chunk(piece)
     result.finish(wall, cpu, factory, shrink_first, shrink_budget)
     return result
