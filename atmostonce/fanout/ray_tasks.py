@@ -5,6 +5,7 @@ running cluster (whose workers must have atmostonce installed) and leaves it run
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
@@ -35,9 +36,9 @@ def on_ray(task: Callable[[A], R], inputs: Sequence[A], address: str,
         try:
             if address == LOCAL:
                 ray.init(address="local", include_dashboard=False, num_cpus=cpus,
-                         log_to_driver=False, logging_level="error")
+                         log_to_driver=False, logging_level=logging.ERROR)
             else:
-                ray.init(address=address, log_to_driver=False, logging_level="error")
+                ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR)
         except (ConnectionError, ValueError, RuntimeError) as error:
             raise SpecError(f"--ray {address}: cannot reach Ray: "
                             f"{' '.join(str(error).split())}") from None
