@@ -74,8 +74,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
     unjudged: dict[str, str] = {}
     if args.engine is not None:
         if not way.serial:
-            raise SpecError("--processes and --ray fan out the simulation layer's seeds, which "
-                            "a black-box engine does not run; give them with --executor")
+            raise SpecError("--processes and --ray fan out the conformance schedules and "
+                            "simulation seeds, which a black-box engine does not run; give "
+                            "them with --executor")
         if args.quick:
             raise SpecError("--quick bounds the layers that judge a sans-IO executor; give it "
                             "with --executor or --executor-cmd, not --engine")
@@ -328,7 +329,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="seed of the conformance layer's deep lockstep, a Hypothesis "
                         "search derandomized by it (default 0); a failure prints the command "
                         "that runs it again")
-    fanout.add_arguments(verify, "the simulation layer's seeds")
+    fanout.add_arguments(verify, "the conformance layer's schedules and the simulation "
+                         "layer's seeds")
     verify.add_argument("--json", action="store_true", help="print one JSON object")
     verify.add_argument("--report", type=arguments.output_file, metavar="FILE.html",
                         help="also write a self-contained HTML page: the verdict, each layer's "

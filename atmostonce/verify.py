@@ -138,7 +138,8 @@ once with the fence off under D-4's other choice (a cancelled single attempt rec
 
 
 def check_conformance(path: str, factory: ExecutorFactory, report: bool = False,
-                      meter: Meter = QUIET, depth: int | None = None) -> CheckResult:
+                      meter: Meter = QUIET, depth: int | None = None, way: Way = SERIAL
+                      ) -> CheckResult:
     """The executor, driven in lockstep with the model through every transition within the
     depth (fence off and on, and under D-4's other choice, at once when `path` loads `factory`
     again), does only what the model allows and agrees with it on every observable, each time
@@ -161,7 +162,7 @@ def check_conformance(path: str, factory: ExecutorFactory, report: bool = False,
     meter.update(0, note="fence off and on, and D-4's other choice")
     started = time.monotonic()
     replays = replay_all(configs, path, factory, depth,
-                         lambda done, total: meter.update(done, total=total))
+                         lambda done, total: meter.update(done, total=total), way)
     seconds = time.monotonic() - started
     for config, result in zip(configs, replays, strict=False):
         fence = f"fence {'on' if config.fence else 'off'}"
@@ -469,7 +470,8 @@ def plan(path: str, factory: ExecutorFactory, layers: tuple[str, ...] = LAYERS,
     """The checks of the chosen layers, in order; with `report`, each also builds its part of
     the HTML page (`CheckResult.section`); `seed` derandomizes the deep lockstep. `quick`
     keeps only the bounded subset `QUICK_SKIPS` leaves, conformance at `QUICK_DEPTH` and
-    `QUICK_SEEDS` simulation seeds. `way` fans the simulation layer's seeds out."""
+    `QUICK_SEEDS` simulation seeds. `way` fans the conformance layer's schedules and the
+    simulation layer's seeds out."""
     depth, seeds = (QUICK_DEPTH, QUICK_SEEDS) if quick else (CONFORMANCE_DEPTH,
                                                               SIMULATION_SEEDS)
     checks = [
@@ -478,7 +480,7 @@ def plan(path: str, factory: ExecutorFactory, layers: tuple[str, ...] = LAYERS,
         Planned("model", "exhaustive model check",
                 lambda meter: check_model(report, meter)),
         Planned("conformance", "conformance",
-                lambda meter: check_conformance(path, factory, report, meter, depth)),
+                lambda meter: check_conformance(path, factory, report, meter, depth, way)),
         Planned("conformance", "deep lockstep",
                 lambda meter: check_deep_lockstep(path, seed, report, meter)),
         Planned("simulation", "fault simulation",

@@ -3,14 +3,14 @@ its seeds in seed order whatever way ran them, so its sums and lists come out as
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable
 from typing import TypeVar
 
 R = TypeVar("R")
 
 
 def in_order(finished: Iterable[tuple[int, R]], count: int,
-             heard: Callable[[int, R], None] | None = None) -> Iterator[R]:
+             heard: Callable[[int, R], None] | None = None) -> Generator[R, None, None]:
     """The results of inputs 0 to `count - 1`, in that order, from `finished`'s (index, result)
     pairs in the order they finished; `heard` is told of each as it finishes (for progress).
     A missing, repeated or out-of-range index is an error, never a silently short result."""

@@ -3,7 +3,7 @@ reported to `heard` as it finishes (in any order), for a live progress line."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from typing import TypeVar
 
 from atmostonce.fanout.ordered import in_order
@@ -14,7 +14,7 @@ R = TypeVar("R")
 
 
 def fan_out(task: Callable[[A], R], inputs: Sequence[A], way: Way,
-            heard: Callable[[int, R], None] | None = None) -> Iterator[R]:
+            heard: Callable[[int, R], None] | None = None) -> Generator[R, None, None]:
     """`task` of each input, in order, run the way `way` says; serial runs them here, one
     after the other, as a plain loop would."""
     finished: Iterator[tuple[int, R]]

@@ -18,11 +18,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from atmostonce.check.executors.loading import DEFAULT_EXECUTOR
+from atmostonce.check.executors.reloading import reloadable
 from atmostonce.fanout.chunks import chunks
 from atmostonce.fanout.run import fan_out
 from atmostonce.fanout.way import SERIAL, Way
 from atmostonce.progress import Meter
-from atmostonce.sim.campaign_chunk import ChunkResult, chunk, reloadable, run_chunk
+from atmostonce.sim.campaign_chunk import ChunkResult, chunk, run_chunk
 from atmostonce.sim.faults import profile as find_profile
 from atmostonce.sim.run import RunResult, run_seed
 from atmostonce.sim.shrink import Shrunk, shrink

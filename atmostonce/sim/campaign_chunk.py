@@ -1,21 +1,16 @@
 """A chunk of a campaign's seeds, run where the fan-out puts it (a worker process, a Ray
-worker): the executor is loaded again there from its `module:factory` path, with the
-`ATMOSTONCE_` settings of the caller (such as `--executor-cmd`'s command), and what comes back
-is small: each seed's statistics, and the whole run only of a seed that failed."""
+worker): the executor is loaded again there by its path (`check.executors.reloading`), and
+what comes back is small: each seed's statistics, and the whole run only of a seed that
+failed."""
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass
 
-from atmostonce.check.executors.loading import load_callable, load_factory
+from atmostonce.check.executors.reloading import Settings, reload, settings
 from atmostonce.sim.run import RunResult, run_seed
 from atmostonce.sim.stats import RunStats
-from atmostonce.spec.errors import SpecError
-from atmostonce.spec.protocol import ExecutorFactory
-
-SETTINGS_PREFIX = "ATMOSTONCE_"
 
 
 @dataclass(frozen=True)
@@ -23,8 +18,7 @@ class Chunk:
     seeds: tuple[int, ...]
     profile: str
     executor: str
-    settings: tuple[tuple[str, str], ...]
-    """The caller's `ATMOSTONCE_` environment, set in the worker before the executor loads."""
+    settings: Settings
 
 
 @dataclass(frozen=True)
@@ -48,34 +42,13 @@ class ChunkResult:
 
 
 def chunk(seeds: tuple[int, ...], profile: str, executor: str) -> Chunk:
-    """A chunk of `seeds`, carrying this process's `ATMOSTONCE_` settings."""
-    settings = tuple(sorted((k, v) for k, v in os.environ.items()
-                            if k.startswith(SETTINGS_PREFIX)))
-    return Chunk(seeds, profile, executor, settings)
-
-
-def reloadable(executor: str, factory: ExecutorFactory) -> None:
-    """SpecError unless loading `executor` again (as a worker does) gives this very `factory`:
-    a factory made on the fly (a closure) cannot be sent to another process."""
-    try:
-        again = load_callable(executor, "executor", "", "module:factory")
-    except SpecError:
-        again = None
-    if again is not factory:
-        raise SpecError(f"cannot fan the campaign out: its executor factory is not the one "
-                        f"{executor!r} names, and a worker can load only a factory named by "
-                        "its module:factory path")
-
-
-_factories: dict[str, ExecutorFactory] = {}
+    """A chunk of `seeds`, carrying this process's settings."""
+    return Chunk(seeds, profile, executor, settings())
 
 
 def run_chunk(work: Chunk) -> ChunkResult:
     """Every seed of the chunk, in order, with the CPU time they took in this process."""
-    os.environ.update(work.settings)
-    factory = _factories.get(work.executor)
-    if factory is None:
-        factory = _factories[work.executor] = load_factory(work.executor)
+    factory = reload(work.executor, work.settings)
     cpu = time.process_time()
     runs = []
     for seed in work.seeds:

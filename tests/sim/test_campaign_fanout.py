@@ -76,7 +76,7 @@ def test_a_factory_made_on_the_fly_cannot_fan_out() -> None:
     def built(config: ExecutorConfig) -> Executor:
         return reference(config)
 
-    with pytest.raises(SpecError, match="cannot fan the campaign out"):
+    with pytest.raises(SpecError, match="cannot fan the work out"):
         campaign(range(2), "chaos", built, DEFAULT_EXECUTOR, way=way(2))
 
 
