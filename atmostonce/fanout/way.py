@@ -66,15 +66,15 @@ def add_arguments(parser: argparse.ArgumentParser, what: str = "the seeds") -> N
     """`--processes N` and `--ray ADDRESS|local`, explained in the command's --help; `what`
     names the work they fan out."""
     parser.add_argument("--processes", type=arguments.count, metavar="N",
-                        help=f"run {what} on N worker processes of this machine; the results "
-                        "(fingerprints, violations, statistics) are the same as on one "
-                        "(default: 1, this process)")
+                        help=f"run {what} on N worker processes of this machine, in chunks; "
+                        "the results (statistics, violations, failures and their shrunk "
+                        "schedules) are those of a run without it, only the timings differ")
     parser.add_argument("--ray", metavar="ADDRESS|local",
                         help=f"run {what} as Ray tasks: 'local' starts a Ray on this machine "
                         "for the run (with --processes N it uses N CPUs), an address (auto, "
                         "ray://host:10001) joins a running cluster whose workers have "
-                        "atmostonce installed; results are the same as serial (needs the ray "
-                        "extra: pip install 'atmostonce[ray]')")
+                        "atmostonce installed; the results are those of a run without it "
+                        "(needs the ray extra: pip install 'atmostonce[ray]')")
 
 
 def chosen(args: argparse.Namespace) -> Way:
