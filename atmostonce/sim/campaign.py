@@ -91,7 +91,8 @@ class CampaignResult:
 
     @property
     def calls_per_second(self) -> float:
-        """Simulated tool calls per second of this process's CPU time, checks included."""
+        """Simulated tool calls per CPU second, checks included: this process's CPU time, and
+        when fanned out the time the workers spent running the seeds."""
         return self.totals.calls / self.cpu_seconds if self.cpu_seconds > 0 else 0.0
 
     @property
@@ -143,7 +144,7 @@ def campaign(seeds: Iterable[int], profile: str, factory: ExecutorFactory,
                 progress(done, len(todo), result.violations)
     else:
         reloadable(executor, factory)
-        pieces = [chunk(seeds, profile, executor) for seeds in chunks(todo, way.workers)]
+        pieces = [chunk(part, profile, executor) for part in chunks(todo, way.workers)]
         heard = [0, 0]
 
         def finished(_: int, done: ChunkResult) -> None:
