@@ -6,6 +6,7 @@ running cluster (whose workers must have atmostonce installed) and leaves it run
 from __future__ import annotations
 
 import logging
+import socket
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
@@ -25,6 +26,25 @@ def _ray() -> Any:
     return ray
 
 
+REACH_SECONDS = 5.0
+"""How long a cluster's address may take to accept a connection before it counts as
+unreachable (Ray itself would keep trying for minutes)."""
+
+
+def answers(address: str, seconds: float = REACH_SECONDS) -> None:
+    """SpecError, one line, unless something accepts a connection at `address`
+    (`host:port` or `ray://host:port`) within `seconds`; `auto` and other forms are left to
+    Ray."""
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=seconds).close()
+    except OSError as error:
+        raise SpecError(f"--ray {address}: nothing answers at {host}:{port} "
+                        f"({error.strerror or error}); is the cluster's head running?") from None
+
+
 def on_ray(task: Callable[[A], R], inputs: Sequence[A], address: str,
            cpus: int | None = None) -> Iterator[tuple[int, R]]:
     """(index, result) of `task` on each of `inputs`, as each finishes, as Ray tasks; with
@@ -33,6 +53,8 @@ def on_ray(task: Callable[[A], R], inputs: Sequence[A], address: str,
     ray = _ray()
     started = not ray.is_initialized()
     if started:
+        if address != LOCAL:
+            answers(address)
         try:
             if address == LOCAL:
                 ray.init(address="local", include_dashboard=False, num_cpus=cpus,
