@@ -29,6 +29,13 @@ class Parser(argparse.ArgumentParser):
         command = self.prog.removeprefix("atmostonce").strip()
         raise SpecError(f"{command}: {message}" if command else message)
 
+    def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> object:
+        """`--flag=--` would reach a one-value flag as an empty list (argparse drops the `--`),
+        which its type never sees: it is bad input naming the flag."""
+        if action.nargs is None and action.option_strings and arg_strings == ["--"]:
+            raise argparse.ArgumentError(action, "expected a value, got '--'")
+        return super()._get_values(action, arg_strings)
+
 
 def run(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> int:
     """Parse `argv` and run the chosen command's `func`; bad input (a SpecError) is one line on

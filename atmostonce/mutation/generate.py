@@ -41,11 +41,12 @@ def executor_modules(package: Path) -> list[Path]:
     return [p for p in sorted(package.glob("*.py")) if p.name not in NOT_THE_EXECUTOR]
 
 
-NOT_THE_EXECUTOR = ("mutants.py", "before_upgrade.py", "__init__.py")
+NOT_THE_EXECUTOR = ("mutants.py", "before_upgrade.py", "stdio.py", "__init__.py")
 """Modules of the package that `verify` never runs as the reference executor: its deliberately
 broken variants (`mutants.py`, checked by `atmostonce mutants`), the restart rule of a server
-before an upgrade (`before_upgrade.py`, D-31, which only the upgrade's tests run) and the
-`__init__` re-exports."""
+before an upgrade (`before_upgrade.py`, D-31, which only the upgrade's tests run), the pipe
+server that serves any Python executor to `--executor-cmd` (`stdio.py`, pinned by its own
+tests) and the `__init__` re-exports."""
 
 
 def mutants(modules: Sequence[Path], root: Path) -> Iterator[Mutant]:

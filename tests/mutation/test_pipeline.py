@@ -326,3 +326,15 @@ def test_kills_of_argued_survivors_are_folded_into_the_recorded_score_once(
     measured.write_text(json.dumps(data))
     with pytest.raises(SpecError, match="changed since the black-box score was recorded"):
         fold_argued([killed], "--argued", measured)
+
+
+def test_the_mutated_modules_are_those_the_reference_executor_loads() -> None:
+    """A module the reference executor never loads gives only survivors no check could kill
+    (the pipe server once did: 150 of them), and one it loads but is left out is never judged."""
+    code = ("import sys, atmostonce.executor\n"
+            "print(' '.join(sorted(m.rpartition('.')[2] for m in sys.modules\n"
+            "    if m.startswith('atmostonce.executor.'))))")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            check=True, cwd=ROOT).stdout.split()
+    mutated = [m.stem for m in executor_modules(ROOT / "atmostonce" / "executor")]
+    assert sorted(set(loaded) - {"mutants", "before_upgrade"}) == mutated
