@@ -48,8 +48,9 @@ def answers(address: str, seconds: float = REACH_SECONDS) -> None:
 def on_ray(task: Callable[[A], R], inputs: Sequence[A], address: str,
            cpus: int | None = None) -> Iterator[tuple[int, R]]:
     """(index, result) of `task` on each of `inputs`, as each finishes, as Ray tasks; with
-    `address` "local" on a Ray started here with `cpus` CPUs (None: all of them). Ray is
-    shut down after only when this call started it."""
+    `address` "local" on a Ray started here with `cpus` CPUs (None: all of them). A task's
+    exception is raised here as itself (a SpecError stays one line). Ray is shut down after
+    only when this call started it."""
     ray = _ray()
     started = not ray.is_initialized()
     if started:
@@ -71,7 +72,15 @@ def on_ray(task: Callable[[A], R], inputs: Sequence[A], address: str,
             while running:
                 done, _ = ray.wait(list(running), num_returns=1)
                 for ref in done:
-                    yield running.pop(ref), ray.get(ref)
+                    index = running.pop(ref)
+                    try:
+                        result = ray.get(ref)
+                    except ray.exceptions.RayTaskError as error:
+                        cause = getattr(error, "cause", None)
+                        if isinstance(cause, Exception):
+                            raise cause from None
+                        raise
+                    yield index, result
         finally:
             for ref in running:
                 ray.cancel(ref)

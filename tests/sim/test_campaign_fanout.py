@@ -62,6 +62,22 @@ def test_a_local_ray_gives_the_serial_results(serial: tuple[int, str]) -> None:
     assert simulate("--ray", "local", "--processes", "2") == serial
 
 
+def refuse(n: int) -> int:
+    if n == 2:
+        raise SpecError(f"no {n} here")
+    return n
+
+
+def test_a_task_s_error_on_ray_is_that_error_here() -> None:
+    if importlib.util.find_spec("ray") is None:
+        pytest.skip("Ray is not installed (the ray extra: pip install -e '.[ray]'; CI "
+                    "installs it)")
+    with pytest.raises(SpecError) as raised:
+        list(on_ray(refuse, [1, 2, 3], "local", 1))
+    assert type(raised.value) is SpecError
+    assert str(raised.value) == "no 2 here"
+
+
 def test_without_ray_given_ray_is_never_imported() -> None:
     probe = ("import sys\nfrom atmostonce.cli import main\n"
              "main(['simulate', '--seeds', '4', '--processes', '2', '--json'])\n"
