@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from atmostonce import __version__, arguments, progress
+from atmostonce.fanout import way as fanout
 from atmostonce.spec.errors import SpecError
 
 if TYPE_CHECKING:
@@ -69,8 +70,13 @@ def cmd_verify(args: argparse.Namespace) -> int:
         from atmostonce.report.libraries import require
 
         require()
+    way = fanout.chosen(args)
     unjudged: dict[str, str] = {}
     if args.engine is not None:
+        if not way.serial:
+            raise SpecError("--processes and --ray fan out the conformance schedules and "
+                            "simulation seeds, which a black-box engine does not run; give "
+                            "them with --executor")
         if args.quick:
             raise SpecError("--quick bounds the layers that judge a sans-IO executor; give it "
                             "with --executor or --executor-cmd, not --engine")
@@ -89,12 +95,12 @@ def cmd_verify(args: argparse.Namespace) -> int:
                             "engine (they need a sans-IO executor); give spec, model or runtime")
     elif pipe.chosen(args, None):
         checks = verify.plan(args.executor, pipe.from_environment, layers, report, args.seed,
-                             args.quick)
+                             args.quick, way)
         subject = f"--executor-cmd {shlex.quote(args.executor_cmd)}"
     else:
         subject = DEFAULT_EXECUTOR if args.executor is None else args.executor
         checks = verify.plan(subject, load_factory(subject), layers, report, args.seed,
-                             args.quick)
+                             args.quick, way)
     with progress.board(args.json) as shown:
         results = verify.run(checks, shown)
     for r in results:
@@ -323,6 +329,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="seed of the conformance layer's deep lockstep, a Hypothesis "
                         "search derandomized by it (default 0); a failure prints the command "
                         "that runs it again")
+    fanout.add_arguments(verify, "the conformance layer's schedules and the simulation "
+                         "layer's seeds")
     verify.add_argument("--json", action="store_true", help="print one JSON object")
     verify.add_argument("--report", type=arguments.output_file, metavar="FILE.html",
                         help="also write a self-contained HTML page: the verdict, each layer's "

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from atmostonce.check.clauses import coverage, proofs
+from atmostonce.fanout.way import SERIAL, Way
 from atmostonce.progress import QUIET, Board, Meter
 from atmostonce.report.page import Check as ReportCheck
 from atmostonce.report.page import Page, Section
@@ -137,7 +138,8 @@ once with the fence off under D-4's other choice (a cancelled single attempt rec
 
 
 def check_conformance(path: str, factory: ExecutorFactory, report: bool = False,
-                      meter: Meter = QUIET, depth: int | None = None) -> CheckResult:
+                      meter: Meter = QUIET, depth: int | None = None, way: Way = SERIAL
+                      ) -> CheckResult:
     """The executor, driven in lockstep with the model through every transition within the
     depth (fence off and on, and under D-4's other choice, at once when `path` loads `factory`
     again), does only what the model allows and agrees with it on every observable, each time
@@ -160,7 +162,7 @@ def check_conformance(path: str, factory: ExecutorFactory, report: bool = False,
     meter.update(0, note="fence off and on, and D-4's other choice")
     started = time.monotonic()
     replays = replay_all(configs, path, factory, depth,
-                         lambda done, total: meter.update(done, total=total))
+                         lambda done, total: meter.update(done, total=total), way)
     seconds = time.monotonic() - started
     for config, result in zip(configs, replays, strict=False):
         fence = f"fence {'on' if config.fence else 'off'}"
@@ -299,16 +301,17 @@ SIMULATION_SEEDS = 300
 
 
 def check_simulation(path: str, factory: ExecutorFactory, report: bool = False,
-                     meter: Meter = QUIET, seeds: int | None = None) -> CheckResult:
-    """A seeded fault-simulation campaign of `seeds` seeds (`SIMULATION_SEEDS` by default):
-    every history is checked against every property."""
+                     meter: Meter = QUIET, seeds: int | None = None, way: Way = SERIAL
+                     ) -> CheckResult:
+    """A seeded fault-simulation campaign of `seeds` seeds (`SIMULATION_SEEDS` by default),
+    run the way `way` says: every history is checked against every property."""
     from atmostonce.sim.campaign import campaign, shown_on
     from atmostonce.sim.shapes import shapes_json, shapes_line
 
     seeds = SIMULATION_SEEDS if seeds is None else seeds
     meter.update(0, total=seeds)
     result = campaign(range(seeds), "chaos", factory, path, shown_on(meter),
-                      shrink_first=1)
+                      shrink_first=1, way=way)
     totals = result.totals
     details: list[str] = []
     idle = totals.never_succeeded() if result.ok else []
@@ -462,11 +465,13 @@ def _no_factory(config: ExecutorConfig) -> Executor:
 
 
 def plan(path: str, factory: ExecutorFactory, layers: tuple[str, ...] = LAYERS,
-         report: bool = False, seed: int = 0, quick: bool = False) -> list[Planned]:
+         report: bool = False, seed: int = 0, quick: bool = False, way: Way = SERIAL
+         ) -> list[Planned]:
     """The checks of the chosen layers, in order; with `report`, each also builds its part of
     the HTML page (`CheckResult.section`); `seed` derandomizes the deep lockstep. `quick`
     keeps only the bounded subset `QUICK_SKIPS` leaves, conformance at `QUICK_DEPTH` and
-    `QUICK_SEEDS` simulation seeds."""
+    `QUICK_SEEDS` simulation seeds. `way` fans the conformance layer's schedules and the
+    simulation layer's seeds out."""
     depth, seeds = (QUICK_DEPTH, QUICK_SEEDS) if quick else (CONFORMANCE_DEPTH,
                                                               SIMULATION_SEEDS)
     checks = [
@@ -475,11 +480,11 @@ def plan(path: str, factory: ExecutorFactory, layers: tuple[str, ...] = LAYERS,
         Planned("model", "exhaustive model check",
                 lambda meter: check_model(report, meter)),
         Planned("conformance", "conformance",
-                lambda meter: check_conformance(path, factory, report, meter, depth)),
+                lambda meter: check_conformance(path, factory, report, meter, depth, way)),
         Planned("conformance", "deep lockstep",
                 lambda meter: check_deep_lockstep(path, seed, report, meter)),
         Planned("simulation", "fault simulation",
-                lambda meter: check_simulation(path, factory, report, meter, seeds)),
+                lambda meter: check_simulation(path, factory, report, meter, seeds, way)),
         Planned("runtime", "chaos on the real runtime",
                 lambda meter: check_chaos(path, factory, report, meter)),
     ]

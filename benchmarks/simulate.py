@@ -8,6 +8,11 @@ the agent's model, building history entries, end-of-run garbage collection). The
 repetitions is reported: a benchmark, never a timed test.
 
     python benchmarks/simulate.py [--seeds N] [--repeat R] [--profiles none,chaos]
+
+With --fanout it measures instead how much faster the chaos campaign runs on 2 worker
+processes and on a local Ray than serially, side by side in one run (`benchmarks/fanout.py`):
+
+    python benchmarks/simulate.py --fanout [--seeds N] [--repeat R]
 """
 
 from __future__ import annotations
@@ -173,8 +178,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--profiles", default="none,chaos")
     parser.add_argument("--executor", default=DEFAULT_EXECUTOR)
+    parser.add_argument("--fanout", action="store_true",
+                        help="time the chaos campaign serially, on 2 processes and on a local "
+                        "Ray, side by side, --repeat rounds")
     args = parser.parse_args(argv)
     factory = load_factory(args.executor)
+    if args.fanout:
+        from benchmarks.fanout import compare
+
+        compare(args.seeds, args.repeat, "chaos", factory, args.executor)
+        return
     print(f"fault simulator, checks on, executor {args.executor}, {args.seeds} seeds per "
           f"profile, best of {args.repeat}")
     overhead = _timer_cost()

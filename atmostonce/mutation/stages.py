@@ -77,9 +77,10 @@ def _layer(name: str) -> Check:
     def check(path: str, factory: ExecutorFactory) -> Verdict:
         from atmostonce import verify
 
-        run = {"conformance": verify.check_conformance, "simulation": verify.check_simulation,
-               "runtime": verify.check_chaos}[name]
-        result = run(path, factory)
+        runs: dict[str, Callable[[str, ExecutorFactory], verify.CheckResult]] = {
+            "conformance": verify.check_conformance, "simulation": verify.check_simulation,
+            "runtime": verify.check_chaos}
+        result = runs[name](path, factory)
         return Verdict(not result.ok, "; ".join(result.details[:2]) or result.summary)
 
     return check

@@ -5,6 +5,10 @@ Usable from any harness:
 
     result = campaign(range(100), "chaos", load_factory("atmostonce.executor:reference"))
     result.ok, result.failures, result.totals.as_json(), result.calls_per_second
+
+Given a `Way` other than serial, the seeds run in chunks on worker processes or on Ray
+(`atmostonce.fanout`) and are added back in seed order, so every sum, list and failure comes
+out as a serial run's; only the timings differ.
 """
 
 from __future__ import annotations
@@ -14,7 +18,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from atmostonce.check.executors.loading import DEFAULT_EXECUTOR
+from atmostonce.check.executors.reloading import reloadable
+from atmostonce.fanout.chunks import chunks
+from atmostonce.fanout.run import fan_out
+from atmostonce.fanout.way import SERIAL, Way
 from atmostonce.progress import Meter
+from atmostonce.sim.campaign_chunk import ChunkResult, chunk, run_chunk
 from atmostonce.sim.faults import profile as find_profile
 from atmostonce.sim.run import RunResult, run_seed
 from atmostonce.sim.shrink import Shrunk, shrink
@@ -82,7 +91,8 @@ class CampaignResult:
 
     @property
     def calls_per_second(self) -> float:
-        """Simulated tool calls per second of this process's CPU time, checks included."""
+        """Simulated tool calls per CPU second, checks included: this process's CPU time, and
+        when fanned out the time the workers spent running the seeds."""
         return self.totals.calls / self.cpu_seconds if self.cpu_seconds > 0 else 0.0
 
     @property
@@ -97,11 +107,20 @@ class CampaignResult:
         if not run.ok:
             self.failures.append(Failure(run))
 
+    def add_chunk(self, done: ChunkResult) -> None:
+        """A chunk's seeds, in order, as `add` counts them one by one; its CPU time too."""
+        for ran in done.runs:
+            self.seeds.append(ran.seed)
+            self.totals.add(ran.stats)
+            if ran.failed is not None:
+                self.failures.append(Failure(ran.failed))
+        self.cpu_seconds += done.cpu_seconds
+
     def finish(self, wall: float, cpu: float, factory: ExecutorFactory, shrink_first: int,
                shrink_budget: int) -> None:
         """The time taken since `wall` and `cpu`, then the first `shrink_first` failures
         shrunk."""
-        self.cpu_seconds = time.process_time() - cpu
+        self.cpu_seconds += time.process_time() - cpu
         self.wall_seconds = time.perf_counter() - wall
         for failure in self.failures[:shrink_first]:
             failure.shrunk = shrink(failure.run, factory, shrink_budget)
@@ -109,16 +128,32 @@ class CampaignResult:
 
 def campaign(seeds: Iterable[int], profile: str, factory: ExecutorFactory,
              executor: str = DEFAULT_EXECUTOR, progress: Progress | None = None,
-             shrink_first: int = 3, shrink_budget: int = 150) -> CampaignResult:
-    """Run every seed; shrink the schedules of the first `shrink_first` failures."""
+             shrink_first: int = 3, shrink_budget: int = 150, way: Way = SERIAL
+             ) -> CampaignResult:
+    """Run every seed, the way `way` says (a worker loads the executor again by its path
+    `executor`); shrink the schedules of the first `shrink_first` failures, here."""
     find_profile(profile)
     todo = list(seeds)
     result = CampaignResult(profile, executor)
     wall = time.perf_counter()
     cpu = time.process_time()
-    for done, seed in enumerate(todo, start=1):
-        result.add(seed, run_seed(seed, profile, factory, executor))
-        if progress is not None:
-            progress(done, len(todo), result.violations)
+    if way.serial:
+        for done, seed in enumerate(todo, start=1):
+            result.add(seed, run_seed(seed, profile, factory, executor))
+            if progress is not None:
+                progress(done, len(todo), result.violations)
+    else:
+        reloadable(executor, factory)
+        pieces = [chunk(part, profile, executor) for part in chunks(todo, way.workers)]
+        heard = [0, 0]
+
+        def finished(_: int, done: ChunkResult) -> None:
+            heard[0] += len(done.runs)
+            heard[1] += done.violations
+            if progress is not None:
+                progress(heard[0], len(todo), heard[1])
+
+        for piece in fan_out(run_chunk, pieces, way, finished):
+            result.add_chunk(piece)
     result.finish(wall, cpu, factory, shrink_first, shrink_budget)
     return result

@@ -16,6 +16,7 @@ from typing import Any
 from atmostonce import arguments, progress
 from atmostonce.check.executors import pipe
 from atmostonce.check.executors.loading import DEFAULT_EXECUTOR, load_factory
+from atmostonce.fanout import way as fanout
 from atmostonce.sim import scenario_commands
 from atmostonce.sim.campaign import campaign, shown_on
 from atmostonce.sim.engine import scenario
@@ -55,6 +56,7 @@ def register(subparsers: Any) -> None:
     simulate.add_argument("--first-seed", type=arguments.seed, default=0, metavar="S",
                           help="the first seed (default 0)")
     _common(simulate)
+    fanout.add_arguments(simulate)
     _scenario(simulate)
     simulate.add_argument("--sweep", action="append", metavar="NAME=V1,V2,...",
                           help="with --scenario: run the scenario once per value of the dotted "
@@ -129,14 +131,18 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         from atmostonce.report.libraries import require
 
         require()
+    way = fanout.chosen(args)
     if _profile_or_scenario(args):
+        if not way.serial:
+            raise SpecError("--processes and --ray fan out a profile's campaign; a --scenario "
+                            "file's seeds run in this process")
         return scenario_commands.cmd_simulate(args)
     find_profile(args.profile)
     factory = load_factory(args.executor)
     with progress.board(args.json) as shown:
         meter = shown.meter(f"simulate {args.profile}", total=args.seeds, unit="seeds")
         result = campaign(range(args.first_seed, args.first_seed + args.seeds), args.profile,
-                          factory, args.executor, shown_on(meter))
+                          factory, args.executor, shown_on(meter), way=way)
         meter.finish()
     if args.report is not None:
         from atmostonce.sim.report_page import write_campaign_page

@@ -20,7 +20,7 @@ reported like a disagreement with the schedule that led to it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from atmostonce.check.executors import guard
@@ -300,11 +300,19 @@ def replay_schedules(config: ModelConfig, factory: p.ExecutorFactory, depth: int
     """Replay every schedule within `depth` (see `schedules`) on a fresh executor each;
     collect disagreements. `progress` hears (schedules replayed, schedules in all) before the
     first and after each one."""
+    return replay_list(config, factory, list(schedules(config, depth, edges)), depth, progress,
+                       stop_at_first)
+
+
+def replay_list(config: ModelConfig, factory: p.ExecutorFactory, todo: Sequence[list[Label]],
+                depth: int, progress: Callable[[int, int], None] | None = None,
+                stop_at_first: bool = True) -> ConformanceResult:
+    """Replay the schedules `todo`, in order, on a fresh executor each, as `replay_schedules`
+    does; a piece of them gives the part of the whole replay's result it covers."""
     import time
 
     started = time.monotonic()
     result = ConformanceResult(depth)
-    todo = list(schedules(config, depth, edges))
     if progress is not None:
         progress(0, len(todo))
     for labels in todo:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from atmostonce.check.lockstep.conformance import ConformanceResult, replay_schedules
+from atmostonce.fanout.way import SERIAL, Way
 from atmostonce.model.config import ModelConfig
 from atmostonce.spec.errors import SpecError
 from atmostonce.spec.protocol import ExecutorFactory
@@ -18,11 +19,17 @@ from atmostonce.spec.protocol import ExecutorFactory
 Progress = Callable[[int, int], None]
 
 def replay_all(configs: Sequence[ModelConfig], path: str, factory: ExecutorFactory,
-               depth: int, progress: Progress | None = None) -> list[ConformanceResult]:
+               depth: int, progress: Progress | None = None, way: Way = SERIAL
+               ) -> list[ConformanceResult]:
     """Each configuration's replay (`replay_schedules` with `edges=True`), in order, up to
     the first that finds something wrong (as replaying them one after the other would stop):
     the later ones are then left out. `progress` hears the schedules replayed and in all,
-    summed over the configurations when they run at once."""
+    summed over the configurations when they run at once. A `way` other than serial fans
+    the schedules out in pieces (`fanned`), with the same results."""
+    if not way.serial:
+        from atmostonce.check.lockstep.fanned import replay_fanned
+
+        return replay_fanned(configs, path, factory, depth, way, progress)
     if len(configs) < 2 or not _reloadable(path, factory):
         results: list[ConformanceResult] = []
         for config in configs:
