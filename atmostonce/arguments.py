@@ -29,6 +29,13 @@ class Parser(argparse.ArgumentParser):
         command = self.prog.removeprefix("atmostonce").strip()
         raise SpecError(f"{command}: {message}" if command else message)
 
+    def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> object:
+        """A flag's single value written `--flag=--` is judged by the flag's type, where
+        Python 3.11's argparse drops the `--` and stores an empty list."""
+        if action.option_strings and action.nargs is None and arg_strings == ["--"]:
+            return self._get_value(action, "--")
+        return super()._get_values(action, arg_strings)
+
 
 def run(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> int:
     """Parse `argv` and run the chosen command's `func`; bad input (a SpecError) is one line on

@@ -506,6 +506,14 @@ def test_a_numeric_flag_takes_a_valid_number_or_names_the_flag(
         assert _accepted(action.type, getattr(parsed, action.dest))
 
 
+def test_a_double_dash_given_as_a_flags_value_names_the_flag() -> None:
+    """`--flag=--` is judged as the value `--`; Python 3.11's argparse would otherwise drop
+    it and store an empty list where a number belongs."""
+    _, refusal = attempt(lambda: PARSER.parse_args(["check", "--partitions=--"]))
+    assert refusal is not None
+    assert "argument --partitions: expected a whole number, got '--'" in refusal
+
+
 @given(text=st.text(alphabet=st.sampled_from("ab, \t"), max_size=12))
 def test_a_list_of_names_is_known_names_or_names_the_flag(text: str) -> None:
     """A comma-separated list is one or more known names, each once, or bad input that names
