@@ -53,6 +53,8 @@ class Result:
     action_counts: dict[str, int] = field(default_factory=dict)
     visited: str = "exact"
     """How the visited states were kept at the end: `exact` or `fingerprint`."""
+    processes: int = 1
+    """The processes that explored (a parallel check done in its warm-up used one)."""
 
     @property
     def states_per_second(self) -> float:
@@ -314,16 +316,16 @@ def _unchanged(state: State) -> State:
 def cycle_length(system: System, canonical: Callable[[State], State], start: State,
                  goal: State, limit: int = 200_000) -> int:
     """Steps from canonical state `start` back to canonical state `goal` (breadth-first, at
-    most `limit` states), or 0 when none is found."""
+    most `limit` states; `goal` may be `start`), or 0 when none is found."""
     frontier = [start]
     depth = {start: 1}
     for s in frontier:
         for succ in system.successors(s):
             t = canonical(succ.state)
-            if t in depth:
-                continue
             if t == goal:
                 return depth[s] + 1
+            if t in depth:
+                continue
             depth[t] = depth[s] + 1
             frontier.append(t)
             if len(frontier) >= limit:
