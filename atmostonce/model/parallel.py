@@ -29,13 +29,13 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from atmostonce.model.explorer import Finding, Progress, Result, all_edges, cycle_length
-from atmostonce.model.layout import Label, State
+from atmostonce.model.layout import NG, Label, State
 from atmostonce.model.partition import Encoded, Partition
 from atmostonce.model.properties import ModelViolation, Properties
 from atmostonce.model.system import System
 from atmostonce.spec.properties import PropertyId
 
-WARM_UP_STATES = 20_000
+WARM_UP_STATES = 2_000
 """The frontier the parent reaches alone before it forks: enough for every worker to start
 with work, few enough to take a fraction of a second."""
 
@@ -143,8 +143,11 @@ class Part:
         canonical, successors = system.canonical, system.successors
         arrive = self.arrive
         partition = self.partition
-        owner = partition.owner if partition is not None else None
+        owner = partition.invariant if partition is not None else None
+        processes = partition.processes if partition is not None else 1
         encode = partition.encode if partition is not None else None
+        shared = partition.shared if partition is not None else 0
+        base = system.workers + NG
         part = self.part
         outgoing = self.outgoing
         sent: dict[State, int] = {}
@@ -160,14 +163,18 @@ class Part:
                 if succ.fair:
                     fair = True
                 kind = succ.label[0]
-                if owner is None or (o := owner(t)) == part:
+                if owner is None or (o := owner(t) % processes) == part:
                     arrive(t, gid, kind, r)
                 elif sent.get(t, r + 1) > r:
                     # Only the lowest-ranked step into a state can show the rank not falling
                     # where any can: cycles are looked for through every state so reached.
                     sent[t] = r
-                    assert encode is not None
-                    outgoing[o].append((encode(t), gid, kind, r))
+                    ids = t[base:]
+                    if ids and max(ids) >= shared:
+                        assert encode is not None
+                        outgoing[o].append((encode(t), gid, kind, r))
+                    else:
+                        outgoing[o].append((t, gid, kind, r))
                 for note in succ.notes:
                     edge = succ.state if encode is None else encode(succ.state)
                     if note.startswith("!"):

@@ -16,9 +16,9 @@ from typing import Any, cast
 from atmostonce.model.layout import ABW, AW, NG, RUNS, State
 from atmostonce.model.system import System
 
-Encoded = tuple[object, ...]
-"""A state as it travels: shared call numbers as they are, other calls by their content (the
-call with its runs in place of its run set's number)."""
+Encoded = tuple[int, ...] | list[object]
+"""A state as it travels: itself when it names shared calls only, else a list with the other
+calls by their content (the call with its runs in place of its run set's number)."""
 
 
 class Partition:
@@ -39,15 +39,17 @@ class Partition:
         return hash((c[:AW], c[AW] >= 0, runs, c[RUNS + 1:ABW], c[ABW] >= 0, c[ABW + 1:]))
 
     def invariant(self, state: State) -> int:
-        """A 64-bit hash of the state's orbit, the same whatever the calls' numbers."""
+        """A 64-bit hash of a canonical state's orbit, the same whatever the calls' numbers
+        (the canonical form lists the workers' states in order, whatever their names)."""
         signatures = self._signatures
-        base = self.base
-        total = 0
-        for cid in state[base:]:
-            if cid >= len(signatures):
-                signatures.extend(self._signature(c) for c in range(len(signatures), cid + 1))
-            total += signatures[cid]
-        return hash((state[:NG], tuple(sorted(state[NG:base])), total))
+        ids = state[self.base:]
+        try:
+            total = sum(map(signatures.__getitem__, ids))
+        except IndexError:
+            top = max(ids)
+            signatures.extend(self._signature(c) for c in range(len(signatures), top + 1))
+            total = sum(map(signatures.__getitem__, ids))
+        return hash((state[:self.base], total))
 
     def owner(self, state: State) -> int:
         return self.invariant(state) % self.processes
@@ -65,14 +67,14 @@ class Partition:
             else:
                 c = system.call(cid)
                 out.append(c[:RUNS] + (system.runs(c[RUNS]),) + c[RUNS + 1:])
-        return tuple(out)
+        return out
 
     def decode(self, encoded: Encoded) -> State:
         """The state in this process's numbering: `encoded` itself when it names shared calls
         only; otherwise in the sender's order (canonicalise it)."""
+        if type(encoded) is tuple:
+            return encoded
         base = self.base
-        if all(isinstance(item, int) for item in encoded[base:]):
-            return cast(State, encoded)
         system = self.system
         out: list[int] = []
         for item in encoded[base:]:
@@ -82,4 +84,4 @@ class Partition:
                 content = cast(tuple[Any, ...], item)
                 out.append(system.intern((*content[:RUNS], system.runset(content[RUNS]),
                                           *content[RUNS + 1:])))
-        return cast(State, encoded[:base]) + tuple(out)
+        return tuple(cast(list[int], encoded[:base])) + tuple(out)
