@@ -15,6 +15,7 @@ the chain of orbit hashes the owners keep (8 bytes a state, not the state).
 
 from __future__ import annotations
 
+import contextlib
 import marshal
 import multiprocessing
 import os
@@ -88,9 +89,6 @@ class Part:
         self.level = Level()
         self.outgoing: list[list[tuple[Encoded, int, str, int]]] = [
             [] for _ in range(processes)]
-
-    def gid_of(self, number: int) -> int:
-        return number * self.stride + self.part
 
     def arrive(self, t: State, source: int, kind: str, source_rank: int) -> None:
         """Keep state `t`, reached from global number `source` (of rank `source_rank`) by a
@@ -335,10 +333,8 @@ class ParallelExplorer:
             self._conclude(result, levels, warm, started, bool(workers))
         finally:
             for conn in self._conns:
-                try:
+                with contextlib.suppress(OSError):
                     conn.send(("stop", None))
-                except OSError:
-                    pass
             for process in workers:
                 process.join(timeout=10)
                 if process.is_alive():

@@ -7,8 +7,8 @@ on concrete states, so calls keep the numbers they were asked with and workers k
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from atmostonce.model import layout as s

@@ -1,7 +1,10 @@
 """How the explorer remembers the states it has seen: `exact` keeps every canonical state, so
 a state is never mistaken for another; `fingerprint` keeps a 64-bit hash of each and drops the
 state once expanded, about a third of the memory, at a small, printed chance of a missed state
-(as TLC does); `auto` is exact until `AUTO_EXACT_LIMIT` states, fingerprints beyond."""
+(as TLC does); `auto` is exact until `AUTO_EXACT_LIMIT` states, fingerprints beyond.
+
+A fingerprint is Python's hash of the canonical state, a tuple of ints: 64 bits here, and the
+same in every process (hash randomisation does not apply to ints)."""
 
 from __future__ import annotations
 
@@ -11,12 +14,6 @@ MODES: Final = ("exact", "fingerprint", "auto")
 AUTO_EXACT_LIMIT: Final = 2_000_000
 """Distinct states `auto` keeps exactly; the default bound (465,946) stays exact."""
 FINGERPRINT_BITS: Final = 64
-
-
-def fingerprint(state: tuple[int, ...]) -> int:
-    """A 64-bit fingerprint of a canonical state: Python's tuple hash, which for tuples of
-    ints is the same in every process (no hash randomisation applies to ints)."""
-    return hash(state)
 
 
 def missed_probability(states: int) -> float:

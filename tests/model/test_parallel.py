@@ -70,6 +70,15 @@ def test_check_processes_from_the_command_line_reports_the_serial_count() -> Non
     assert run["processes"] == 2
     assert (run["states"], run["transitions"], run["quiescent_states"]) == (
         serial.states, serial.transitions, serial.quiescent)
-    assert run["ok"] and run["witnessed"] == sorted(serial.witnesses)
+    assert run["ok"]
+    assert run["witnessed"] == sorted(serial.witnesses)
     assert run["visited"] == "fingerprint"
     assert 0 < run["missed_probability"] < 1e-9
+
+
+def test_processes_stop_at_max_states_with_an_incomplete_verdict() -> None:
+    result = ParallelExplorer(System(SMALL), 2, max_states=100, warm_up=1).run()
+    assert not result.complete
+    assert result.stopped_reason == "stopped at --max-states 100"
+    assert 100 <= result.states < Explorer(System(SMALL)).run().states
+    assert result.unwitnessed == []
