@@ -142,14 +142,19 @@ class Part:
         arrive = self.arrive
         partition = self.partition
         owner = partition.invariant if partition is not None else None
+        signatures = partition.signatures if partition is not None else []
+        signature: Callable[[int], int] = signatures.__getitem__
         processes = partition.processes if partition is not None else 1
         encode = partition.encode if partition is not None else None
         shared = partition.shared if partition is not None else 0
         base = system.workers + NG
         part = self.part
         outgoing = self.outgoing
+        index, stride, fingerprints = self.index, self.stride, self.fingerprints
+        ranks, warm_ranks = self.ranks, self.warm_ranks
         sent: dict[State, int] = {}
         level = self.level
+        suspicious = level.suspicious
         transitions = quiescent = 0
         for s, gid, r in self.frontier:
             fair = False
@@ -161,8 +166,20 @@ class Part:
                 if succ.fair:
                     fair = True
                 kind = succ.label[0]
-                if owner is None or (o := owner(t) % processes) == part:
-                    arrive(t, gid, kind, r)
+                o = part
+                if owner is not None:
+                    try:  # Partition.invariant, inlined: it runs on every step
+                        o = hash((t[:base], sum(map(signature, t[base:])))) % processes
+                    except IndexError:
+                        o = owner(t) % processes
+                if o == part:
+                    known = index.get(hash(t) if fingerprints else t)
+                    if known is None:
+                        arrive(t, gid, kind, r)
+                    else:  # Part.arrive's first lines, inlined for the most common case
+                        number, owned = divmod(known, stride)
+                        if (ranks if owned == part else warm_ranks)[number] >= r:
+                            suspicious.append(known)
                 elif sent.get(t, r + 1) > r:
                     # Only the lowest-ranked step into a state can show the rank not falling
                     # where any can: cycles are looked for through every state so reached.
@@ -196,9 +213,9 @@ class Part:
         arrive = self.arrive
         for batch in batches:
             for encoded, source, kind, rank in batch:
-                t = decode(encoded)
                 # A state of shared calls only is canonical here as it was where it was sent.
-                arrive(t if t is encoded else canonical(t), source, kind, rank)
+                t = encoded if type(encoded) is tuple else canonical(decode(encoded))
+                arrive(t, source, kind, rank)
 
     def turn(self) -> Level:
         """End the level: the received states become the frontier; report the level."""

@@ -30,7 +30,8 @@ class Partition:
         self.processes = processes
         self.shared = shared
         self.base = NG + system.workers
-        self._signatures: list[int] = []
+        self.signatures: list[int] = []
+        """Each interned call's `_signature`, by number, filled as calls are met."""
 
     def _signature(self, cid: int) -> int:
         """A hash of call `cid`'s content with its workers erased (whether it names one)."""
@@ -41,7 +42,7 @@ class Partition:
     def invariant(self, state: State) -> int:
         """A 64-bit hash of a canonical state's orbit, the same whatever the calls' numbers
         (the canonical form lists the workers' states in order, whatever their names)."""
-        signatures = self._signatures
+        signatures = self.signatures
         ids = state[self.base:]
         try:
             total = sum(map(signatures.__getitem__, ids))
