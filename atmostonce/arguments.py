@@ -30,10 +30,10 @@ class Parser(argparse.ArgumentParser):
         raise SpecError(f"{command}: {message}" if command else message)
 
     def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> object:
-        """`--flag=--` would reach a one-value flag as an empty list (argparse drops the `--`),
-        which its type never sees: it is bad input naming the flag."""
-        if action.nargs is None and action.option_strings and arg_strings == ["--"]:
-            raise argparse.ArgumentError(action, "expected a value, got '--'")
+        """A flag's single value written `--flag=--` is judged by the flag's type, where
+        Python 3.11's argparse drops the `--` and stores an empty list."""
+        if action.option_strings and action.nargs is None and arg_strings == ["--"]:
+            return self._get_value(action, "--")
         return super()._get_values(action, arg_strings)
 
 

@@ -225,7 +225,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         meter = shown.meter("model check", total=check.states_expected(config, args.max_states),
                             unit="states")
         report = check.run(config, progress=check.shown_on(meter) if meter.live else None,
-                           stop_at_first=not args.all_violations, max_states=args.max_states)
+                           stop_at_first=not args.all_violations, max_states=args.max_states,
+                           processes=args.processes, visited=args.visited)
         meter.update(report.result.states)
         meter.finish()
     if args.out is not None:
@@ -410,6 +411,15 @@ def build_parser() -> argparse.ArgumentParser:
                        help="keep exploring after the first violation")
     check.add_argument("--max-states", type=arguments.count, metavar="N",
                        help="stop after N states (the check is then incomplete and exits 1)")
+    check.add_argument("--processes", type=arguments.count, default=1, metavar="N",
+                       help="explore over N processes, one per core: each owns the states "
+                       "a hash gives it; the same states and verdicts as one (default 1)")
+    check.add_argument("--visited", choices=("exact", "fingerprint", "auto"), default="auto",
+                       help="how explored states are remembered: exact keeps each state; "
+                       "fingerprint keeps a 64-bit hash and drops each state once expanded "
+                       "(less memory; the report prints the chance a collision missed a "
+                       "state); auto: exact up to 2,000,000 states, fingerprints beyond "
+                       "(default auto)")
     check.add_argument("--out", type=arguments.output_file, metavar="FILE",
                        help="save counterexamples and the double run's witness as JSON "
                        "traces for `atmostonce replay --trace FILE` (its directory must exist)")

@@ -1,4 +1,5 @@
-"""Benchmark: distinct states per second of the explorer against a naive explorer, in one run.
+"""Benchmark: distinct states per second of the explorer against a naive explorer, each
+reduction's effect and the speedup on several processes, in one run.
 
 The real explorer (`atmostonce.model.explorer.Explorer` over `System`) explores the default
 bound completely; the naive explorer (`benchmarks/naive_explorer.py`, the same model driven
@@ -7,7 +8,13 @@ and its rate is taken over the part it explored (the shallow part, whose smaller
 the cheapest to copy). Both run in this one process, one after the other, so the ratio compares
 them on the same machine under the same load.
 
-    python benchmarks/explore.py [--naive-seconds 25] [--json]
+The scale part explores one bound (the default, or `--faults N` for a smaller one) four ways
+one after the other: as `check` does (symmetry, exact states), without symmetry, with 64-bit
+fingerprints, and on `--processes N` processes; each way's states, wall and CPU seconds (this
+process and its children), states per second per core, and the speedup of N processes over
+one. On a loaded machine the CPU seconds say more than the wall ones.
+
+    python benchmarks/explore.py [--naive-seconds 25] [--processes 2] [--faults N] [--json]
 """
 
 from __future__ import annotations
@@ -15,8 +22,11 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import resource
 import shlex
 import sys
+import time
+from collections.abc import Callable
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
@@ -25,7 +35,9 @@ if not __package__:  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from atmostonce.model.check import DEFAULT
+from atmostonce.model.config import ModelConfig
 from atmostonce.model.explorer import Explorer, Result
+from atmostonce.model.parallel import ParallelExplorer
 from atmostonce.model.system import System
 from atmostonce.model.trace import config_json
 from benchmarks.naive_explorer import NaiveExplorer, NaiveResult, orbit
@@ -61,6 +73,50 @@ def measure(naive_seconds: float) -> dict[str, Any]:
     }
 
 
+def _cpu() -> float:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def _timed(explore: Callable[[], Result], cores: int) -> dict[str, Any]:
+    cpu, wall = _cpu(), time.monotonic()
+    r = explore()
+    wall, cpu = time.monotonic() - wall, _cpu() - cpu
+    return {"states": r.states, "transitions": r.transitions, "ok": r.ok,
+            "seconds": round(wall, 2), "cpu_seconds": round(cpu, 2), "processes": r.processes,
+            "states_per_second": round(r.states / wall),
+            "states_per_second_per_core": round(r.states / wall / cores)}
+
+
+def measure_scale(config: ModelConfig, processes: int) -> dict[str, Any]:
+    """Explore `config` as `check` does, without symmetry, with fingerprints and on
+    `processes` processes, one after the other."""
+    ways = {
+        "check": (lambda: Explorer(System(config)).run(), 1),
+        "without symmetry": (lambda: Explorer(System(config), symmetry=False).run(), 1),
+        "fingerprints": (lambda: Explorer(System(config), visited="fingerprint").run(), 1),
+        f"{processes} processes": (
+            lambda: ParallelExplorer(System(config), processes).run(), processes),
+    }
+    figures = {name: _timed(explore, cores) for name, (explore, cores) in ways.items()}
+    one, many = figures["check"], figures[f"{processes} processes"]
+    return {"describe": config.describe(), "processes": processes, "ways": figures,
+            "speedup": round(one["seconds"] / many["seconds"], 2),
+            "cpu_ratio": round(many["cpu_seconds"] / one["cpu_seconds"], 2)}
+
+
+def render_scale(scale: dict[str, Any]) -> list[str]:
+    lines = ["", f"  scale: {scale['describe']}"]
+    for name, f in scale["ways"].items():
+        lines.append(f"    {name:<20} {f['states']:>10,} states {f['seconds']:>8.2f} s "
+                     f"{f['cpu_seconds']:>8.2f} s CPU {f['states_per_second_per_core']:>8,} "
+                     "states/s per core" + ("" if f["ok"] else " NOT OK"))
+    lines.append(f"    speedup on {scale['processes']} processes: {scale['speedup']}x wall "
+                 f"(their CPU seconds are {scale['cpu_ratio']}x one process's)")
+    return lines
+
+
 def render(figures: dict[str, Any], command: str) -> str:
     real, naive = figures["real"], figures["naive"]
     stop = ("explored completely" if naive["complete"]
@@ -84,6 +140,7 @@ def render(figures: dict[str, Any], command: str) -> str:
         "",
         f"  ratio: the real explorer finds distinct states {figures['ratio']}x as fast, though "
         "it also checks every property on every state and the naive one only enumerates",
+        *render_scale(figures["scale"]),
         f"  reproduce: {command}",
     ])
 
@@ -95,13 +152,24 @@ def main(argv: list[str] | None = None) -> int:
                     "the same model, measured in one run.")
     parser.add_argument("--naive-seconds", type=float, default=25.0,
                         help="how long the naive explorer may run (default 25)")
+    parser.add_argument("--processes", type=int, default=2,
+                        help="processes for the parallel way (default 2)")
+    parser.add_argument("--faults", type=int, default=None,
+                        help="the scale part's bound: the default bound with this many faults "
+                        "(default: the default bound)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
     if args.naive_seconds <= 0:
         parser.error("--naive-seconds must be positive")
+    if args.processes < 2:
+        parser.error("--processes must be at least 2")
+    if args.faults is not None and args.faults < 0:
+        parser.error("--faults must be at least 0")
     command = shlex.join(["python", "benchmarks/explore.py",
                           *(sys.argv[1:] if argv is None else argv)])
     figures = measure(args.naive_seconds)
+    bound = DEFAULT if args.faults is None else DEFAULT.with_(faults=args.faults)
+    figures["scale"] = measure_scale(bound, args.processes)
     figures["command"] = command
     if args.json:
         print(json.dumps(figures, indent=2))

@@ -98,6 +98,9 @@ CASES: tuple[Case, ...] = (
     case("check", "--max-states", "0", says="--max-states: expected at least 1, got '0'"),
     case("check", "--max-states", "-3", says="expected at least 1, got '-3'"),
     case("check", "--max-states", "nan", says="expected a whole number"),
+    case("check", "--processes", "0", says="--processes: expected at least 1, got '0'"),
+    case("check", "--processes", "two", says="--processes: expected a whole number"),
+    case("check", "--visited", "some", says="--visited: invalid choice: 'some'"),
     case("check", "--tools", "", says="--tools '' is an empty list (known: read,"),
     case("check", "--tools", ",", says="--tools ',' has an empty item"),
     case("check", "--tools", "read,,unclassified", says="has an empty item"),
@@ -517,6 +520,14 @@ def test_a_numeric_flag_takes_a_valid_number_or_names_the_flag(
         assert named in refusal
     else:
         assert _accepted(action.type, getattr(parsed, action.dest))
+
+
+def test_a_double_dash_given_as_a_flags_value_names_the_flag() -> None:
+    """`--flag=--` is judged as the value `--`; Python 3.11's argparse would otherwise drop
+    it and store an empty list where a number belongs."""
+    _, refusal = attempt(lambda: PARSER.parse_args(["check", "--partitions=--"]))
+    assert refusal is not None
+    assert "argument --partitions: expected a whole number, got '--'" in refusal
 
 
 @given(text=st.text(alphabet=st.sampled_from("ab, \t"), max_size=12))

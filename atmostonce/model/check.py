@@ -11,8 +11,10 @@ from atmostonce.model.choices import ModelChoices
 from atmostonce.model.config import ModelConfig
 from atmostonce.model.edge_counts import EdgeKey, count_edges
 from atmostonce.model.explorer import Explorer, Progress, Result
+from atmostonce.model.parallel import ParallelExplorer
 from atmostonce.model.system import System
 from atmostonce.model.trace import Trace, build, config_json
+from atmostonce.model.visited import AUTO_EXACT_LIMIT, MODES, describe, missed_probability
 from atmostonce.progress import Meter
 from atmostonce.spec.clauses import FindingId
 from atmostonce.spec.errors import SpecError
@@ -72,6 +74,10 @@ class CheckReport:
             "seconds": round(r.seconds, 3),
             "states_per_second": round(r.states_per_second),
             "quiescent_states": r.quiescent,
+            "processes": r.processes,
+            "visited": r.visited,
+            "missed_probability": (missed_probability(r.states) if r.visited == "fingerprint"
+                                   else 0.0),
             "complete": r.complete,
             "stopped": r.stopped_reason,
             "violations": [
@@ -116,18 +122,37 @@ def with_mutant(config: ModelConfig, name: str) -> ModelConfig:
 
 def run(config: ModelConfig, *, progress: Progress | None = None, stop_at_first: bool = True,
         max_states: int | None = None, with_findings: bool = True,
-        count: bool = False) -> CheckReport:
+        count: bool = False, processes: int = 1, visited: str = "auto") -> CheckReport:
     """Explore `config`'s model (stopping after `max_states` states, at least 1, when given),
     build its traces and establish finding F-6 unless it is a mutant's model; with `count`,
-    count how often each component edge is taken as well (`edge_counts`)."""
+    count how often each component edge is taken as well (`edge_counts`). `processes` above 1
+    explores over that many processes (`parallel`); `visited` is how seen states are kept
+    (`visited`; `auto` on several processes: exactly for a bound known to fit, as the
+    default bound does, fingerprints otherwise)."""
     if max_states is not None and max_states < 1:
         raise SpecError(f"max_states must be at least 1, got {max_states}")
+    if processes < 1:
+        raise SpecError(f"processes must be at least 1, got {processes}")
+    if visited not in MODES:
+        raise SpecError(f"visited must be one of {', '.join(MODES)}, got {visited!r}")
+    if count and processes > 1:
+        raise SpecError("counting edges needs one process")
     system = System(config, choices_for(config))
-    explorer = Explorer(system, stop_at_first=stop_at_first, max_states=max_states,
-                        progress=progress)
+    explorer: Explorer | ParallelExplorer
+    if processes > 1:
+        known = states_expected(config)
+        fingerprints = visited == "fingerprint" or (
+            visited == "auto" and (known is None or known > AUTO_EXACT_LIMIT))
+        explorer = ParallelExplorer(system, processes, stop_at_first=stop_at_first,
+                                    max_states=max_states, progress=progress,
+                                    fingerprints=fingerprints)
+    else:
+        explorer = Explorer(system, stop_at_first=stop_at_first, max_states=max_states,
+                            progress=progress, visited="exact" if count else visited)
     result = explorer.run()
     report = CheckReport(config, result)
     if count:
+        assert isinstance(explorer, Explorer)
         report.edge_counts = count_edges(system, explorer.states)
     report.violations = [build(explorer, v, "counterexample") for v in result.violations]
     witness = result.witnesses.get(PropertyId.S_DOUBLE_RUN)
@@ -143,9 +168,12 @@ def render(report: CheckReport) -> str:
     lines = [
         f"model check: {report.config.describe()}",
         f"  {r.states:,} distinct states, {r.transitions:,} transitions, depth {r.depth}, "
-        f"{r.seconds:.1f} s ({r.states_per_second:,.0f} states/s), "
-        f"{r.quiescent:,} quiescent states",
+        f"{r.seconds:.1f} s ({r.states_per_second:,.0f} states/s"
+        + (f" on {r.processes} processes" if r.processes > 1 else "")
+        + f"), {r.quiescent:,} quiescent states",
     ]
+    if r.visited == "fingerprint":
+        lines.append(f"  {describe(r.visited, r.states)}")
     if not r.complete:
         lines.append(f"  INCOMPLETE: {r.stopped_reason}")
     if r.violations:

@@ -16,6 +16,7 @@ from atmostonce.model.layout import Label, State
 from atmostonce.model.machines import ALL_MACHINES
 from atmostonce.model.properties import ModelViolation, Properties
 from atmostonce.model.system import Successor, System
+from atmostonce.model.visited import AUTO_EXACT_LIMIT, MODES
 from atmostonce.spec.properties import PropertyId
 
 
@@ -50,6 +51,10 @@ class Result:
     fired: set[tuple[str, str, str]] = field(default_factory=set)
     never_fired: list[tuple[str, str, str]] = field(default_factory=list)
     action_counts: dict[str, int] = field(default_factory=dict)
+    visited: str = "exact"
+    """How the visited states were kept at the end: `exact` or `fingerprint`."""
+    processes: int = 1
+    """The processes that explored (a parallel check done in its warm-up used one)."""
 
     @property
     def states_per_second(self) -> float:
@@ -82,8 +87,17 @@ class Explorer:
         progress_every: float = 0.2,
         goal: Callable[[State], bool] | None = None,
         max_depth: int | None = None,
+        visited: str = "exact",
+        symmetry: bool = True,
     ) -> None:
+        if visited not in MODES:
+            raise ValueError(f"visited must be one of {', '.join(MODES)}, got {visited!r}")
         self.system = system
+        self.visited = visited
+        self.canonical: Callable[[State], State] = (system.canonical if symmetry
+                                                     else _unchanged)
+        """The representative the explorer stores: the symmetry-reduced canonical form, or
+        the state itself with `symmetry=False` (to check the reduction keeps every verdict)."""
         self.properties = Properties(system)
         self.stop_at_first = stop_at_first
         self.max_states = max_states
@@ -95,13 +109,15 @@ class Explorer:
         self.states: list[State] = []
         self.parent = array("l")
         self.labels: list[Label | None] = []
+        self.fingerprints = array("q")
+        """With fingerprints: each state's, by number, so that `path` can replay to it."""
 
     def run(self) -> Result:
         system = self.system
         props = self.properties
         result = Result()
         started = time.monotonic()
-        canonical = system.canonical
+        canonical = self.canonical
         successors = system.successors
         check = props.violations
         witness = props.witnessed
@@ -109,7 +125,13 @@ class Explorer:
         unwitnessed = set(props.wanted)
 
         init = canonical(system.initial())
-        index: dict[State, int] = {init: 0}
+        fingerprinting = self.visited == "fingerprint"
+        index: dict[object, int] = {hash(init) if fingerprinting else init: 0}
+        fps = self.fingerprints
+        if fingerprinting:
+            fps.append(hash(init))
+        auto = self.visited == "auto"
+        label_memo: dict[Label, Label] = {}
         states = self.states
         parent = self.parent
         labels = self.labels
@@ -150,6 +172,13 @@ class Explorer:
             if i == depth_end:
                 depth += 1
                 depth_end = len(states)
+                if auto and len(states) > AUTO_EXACT_LIMIT:
+                    auto = False
+                    fingerprinting = True
+                    index = {hash(st): j for st, j in index.items()}
+                    fps.extend(hash(st) for st in states)
+                    for k in range(i):
+                        states[k] = ()
                 if self.max_depth is not None and depth >= self.max_depth:
                     result.complete = False
                     result.stopped_reason = f"stopped at depth {self.max_depth}"
@@ -164,13 +193,19 @@ class Explorer:
                     continue
                 if succ.fair:
                     fair_enabled = True
-                j = index.get(t)
+                key = hash(t) if fingerprinting else t
+                j = index.get(key)
                 if j is None:
                     j = len(states)
-                    index[t] = j
+                    index[key] = j
                     states.append(t)
+                    if fingerprinting:
+                        fps.append(key)  # type: ignore[arg-type]
                     parent.append(i)
-                    labels.append(succ.label)
+                    label = label_memo.get(succ.label)
+                    if label is None:
+                        label = label_memo[succ.label] = succ.label
+                    labels.append(label)
                     rt = rank(t)
                     ranks.append(rt)
                     kind = succ.label[0]
@@ -205,6 +240,8 @@ class Explorer:
                 if found:
                     record(found, i)
                     stop = self.stop_at_first
+            if fingerprinting:
+                states[i] = ()
             i += 1
             if self.max_states is not None and len(states) >= self.max_states:
                 result.complete = False
@@ -221,7 +258,7 @@ class Explorer:
                                      else "stopped at the first violation")
         if not result.violations:
             for source, target, succ in suspicious:
-                length = self._cycle_length(target, source, index)
+                length = self._cycle_length(self._state(target), self._state(source))
                 if length:
                     record([ModelViolation(PropertyId.E_EVERY_CALL_RECORDED, -1,
                                            f"{succ.label[0]} closes a cycle of {length} steps "
@@ -236,33 +273,61 @@ class Explorer:
         result.never_fired = sorted(all_edges(system.config.cancel_records_failed)
                                     - result.fired)
         result.action_counts = dict(sorted(actions.items()))
+        result.visited = "fingerprint" if fingerprinting else "exact"
         return result
 
-    def _cycle_length(self, start: int, goal: int, index: dict[State, int],
-                      limit: int = 200_000) -> int:
+    def _state(self, number: int) -> State:
+        return self.states[number] if not self.fingerprints else self.path(number)[-1][1]
+
+    def _cycle_length(self, start: State, goal: State, limit: int = 200_000) -> int:
         """Steps from state `start` back to state `goal`, or 0 when `goal` is not reachable
         (searched only where the rank failed to fall, which never happens in a sound model)."""
-        canonical = self.system.canonical
-        frontier = [start]
-        depth = {start: 1}
-        for s_index in frontier:
-            for succ in self.system.successors(self.states[s_index]):
-                j = index.get(canonical(succ.state))
-                if j is None or j in depth:
-                    continue
-                if j == goal:
-                    return depth[s_index] + 1
-                depth[j] = depth[s_index] + 1
-                frontier.append(j)
-                if len(frontier) >= limit:
-                    return 0
-        return 0
+        return cycle_length(self.system, self.canonical, start, goal, limit)
 
     def path(self, target: int) -> list[tuple[Label | None, State]]:
-        """The canonical states from the initial one to state number `target`."""
-        steps: list[tuple[Label | None, State]] = []
+        """The canonical states from the initial one to state number `target`; with
+        fingerprints, replayed from the initial state along the stored labels."""
+        numbers: list[int] = []
         while target >= 0:
-            steps.append((self.labels[target], self.states[target]))
+            numbers.append(target)
             target = self.parent[target]
-        steps.reverse()
+        numbers.reverse()
+        if not self.fingerprints:
+            return [(self.labels[n], self.states[n]) for n in numbers]
+        state = self.canonical(self.system.initial())
+        steps: list[tuple[Label | None, State]] = [(None, state)]
+        for n in numbers[1:]:
+            for succ in self.system.successors(state):
+                t = self.canonical(succ.state)
+                if succ.label == self.labels[n] and hash(t) == self.fingerprints[n]:
+                    state = t
+                    break
+            else:
+                raise RuntimeError(f"no successor has state {n}'s fingerprint: a fingerprint "
+                                   "collision; run again with --visited exact")
+            steps.append((self.labels[n], state))
         return steps
+
+
+def _unchanged(state: State) -> State:
+    return state
+
+
+def cycle_length(system: System, canonical: Callable[[State], State], start: State,
+                 goal: State, limit: int = 200_000) -> int:
+    """Steps from canonical state `start` back to canonical state `goal` (breadth-first, at
+    most `limit` states; `goal` may be `start`), or 0 when none is found."""
+    frontier = [start]
+    depth = {start: 1}
+    for s in frontier:
+        for succ in system.successors(s):
+            t = canonical(succ.state)
+            if t == goal:
+                return depth[s] + 1
+            if t in depth:
+                continue
+            depth[t] = depth[s] + 1
+            frontier.append(t)
+            if len(frontier) >= limit:
+                return 0
+    return 0

@@ -7,12 +7,13 @@ on concrete states, so calls keep the numbers they were asked with and workers k
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from atmostonce.model import layout as s
 from atmostonce.model.config import ModelConfig, parse_tools
-from atmostonce.model.explorer import Explorer, Finding
+from atmostonce.model.explorer import Finding
 from atmostonce.model.layout import Call, Label, State
 from atmostonce.model.system import System
 from atmostonce.spec.errors import SpecError
@@ -82,14 +83,25 @@ def config_json(c: ModelConfig) -> dict[str, Any]:
     }
 
 
-def build(explorer: Explorer, finding: Finding, kind: str) -> Trace:
+class Paths(Protocol):
+    """What a trace is replayed from: the explored system, its canonical form and the
+    canonical states on the way to any explored state (an `Explorer`, or a parallel run's)."""
+
+    system: System
+    canonical: Callable[[State], State]
+
+    def path(self, target: int) -> list[tuple[Label | None, State]]: ...
+
+
+def build(explorer: Paths, finding: Finding, kind: str) -> Trace:
     """Replay the explorer's path to `finding` on concrete states."""
     system = explorer.system
     canonical_path = [st for _, st in explorer.path(finding.target if finding.label is None
                                                     else finding.source)]
+    canonical = explorer.canonical
     targets = canonical_path[1:]
     if finding.label is not None and finding.successor is not None:
-        targets.append(system.canonical(finding.successor))
+        targets.append(canonical(finding.successor))
     state = system.initial()
     steps: list[TraceStep] = []
     noted = finding.noted
@@ -98,7 +110,7 @@ def build(explorer: Explorer, finding: Finding, kind: str) -> Trace:
         for succ in system.successors(state):
             if last and noted and not any(n.lstrip("!") == finding.property for n in succ.notes):
                 continue
-            if system.canonical(succ.state) == target:
+            if canonical(succ.state) == target:
                 steps.append(describe_step(system, number, state, succ.label, succ.state))
                 state = succ.state
                 break
