@@ -10,6 +10,11 @@ from typing import Any
 
 from atmostonce.check.history import entries as h
 from atmostonce.check.history.policies import PolicyBook
+from atmostonce.spec.approval import REPLY_TEXT, ApprovalReply
+from atmostonce.spec.protocol import TimerKind
+
+APPROVAL_DEADLINE = TimerKind.APPROVAL_DEADLINE
+_PAST_DEADLINE = REPLY_TEXT[ApprovalReply.DEADLINE_PASSED]
 
 
 class Shape(enum.Enum):
@@ -31,6 +36,9 @@ class Shape(enum.Enum):
     """Turns in which two calls waited for approval at once."""
     RESTART_WAITING = ("restart while waiting", "restarts")
     """Server restarts while a call waited for approval (D-8)."""
+    LATE_ANSWER = ("answer past a late timer", "answers")
+    """Answers refused as past the call's kept deadline before its deadline's timer fired,
+    which only the clock tells (D-32)."""
 
     @property
     def label(self) -> str:
@@ -54,8 +62,8 @@ _INDEX = {shape: i for i, shape in enumerate(SHAPES)}
 class ShapeCounter:
     """Counts the shapes of one history, entry by entry (`observe`), in O(1) per entry."""
 
-    __slots__ = ("_both", "_counts", "_handed", "_judges", "_policies", "_turn_of", "_waiting",
-                 "_waiting_in_turn")
+    __slots__ = ("_both", "_counts", "_due", "_handed", "_judges", "_policies", "_turn_of",
+                 "_waiting", "_waiting_in_turn")
 
     def __init__(self) -> None:
         self._counts = [0] * len(SHAPES)
@@ -68,6 +76,8 @@ class ShapeCounter:
         self._waiting_in_turn: dict[tuple[str, str], int] = {}
         self._turn_of: set[tuple[str, str]] = set()
         """Turns already counted as two waiting."""
+        self._due: set[str] = set()
+        """Calls whose approval deadline's timer runs."""
         self._judges: dict[type[h.Entry], Callable[[Any], None]] = {
             h.PolicySet: self._policy_set,
             h.SessionOpened: self._session_opened,
@@ -77,6 +87,8 @@ class ShapeCounter:
             h.RecordPublished: self._recorded,
             h.SnapshotSeen: self._recorded,
             h.ServerRestarted: self._restarted,
+            h.TimerStarted: self._timer_started,
+            h.TimerFired: self._timer_fired,
         }
 
     def observe(self, entry: h.Entry) -> None:
@@ -134,6 +146,16 @@ class ShapeCounter:
     def _answered(self, e: h.ApprovalAnswered) -> None:
         if e.ok:
             self._stop_waiting(e.key)
+        elif e.key in self._due and e.text == _PAST_DEADLINE:
+            self._add(Shape.LATE_ANSWER)
+
+    def _timer_started(self, e: h.TimerStarted) -> None:
+        if e.kind is APPROVAL_DEADLINE:
+            self._due.add(e.key)
+
+    def _timer_fired(self, e: h.TimerFired) -> None:
+        if e.kind is APPROVAL_DEADLINE:
+            self._due.discard(e.key)
 
     def _handed_out(self, e: h.HandedOut) -> None:
         self._stop_waiting(e.call)
@@ -149,6 +171,7 @@ class ShapeCounter:
     def _restarted(self, _e: h.ServerRestarted) -> None:
         if self._waiting:
             self._add(Shape.RESTART_WAITING)
+        self._due.clear()  # the restarted executor starts its timers again
 
 
 def shapes_line(counts: tuple[int, ...]) -> str:

@@ -14,13 +14,16 @@ from atmostonce.sim import workload
 from atmostonce.sim.campaign import campaign
 from atmostonce.sim.run import run_seed
 from atmostonce.sim.shapes import SHAPES, Shape, ShapeCounter, shapes_line
+from atmostonce.spec.approval import REPLY_TEXT, ApprovalReply
 from atmostonce.spec.policy import EffectClass, ToolHints, ToolPolicy
+from atmostonce.spec.protocol import TimerKind
 from atmostonce.spec.session import ToolCallStatus
 
 FIRST = 20
 """Seeds of verify's campaign within which every shape must occur: verify runs more."""
 
 _E = EffectClass
+PAST = REPLY_TEXT[ApprovalReply.DEADLINE_PASSED]
 
 
 def test_every_shape_is_reached_within_the_first_seeds_of_verify_s_campaign() -> None:
@@ -66,11 +69,19 @@ def test_each_shape_is_counted_from_the_history() -> None:
         *(h.HandedOut(2.0 + i, f"w{i}", f"a{i}", "s2/t1/c3", "read", True, "s2/t1/c3")
           for i in range(3)),
         h.ServerRestarted(6.0, 20),
+        _ask("s1/t2/c4", "write"),
+        _ask("s1/t2/c5", "write"),
+        h.TimerStarted(7.0, TimerKind.APPROVAL_DEADLINE, "s1/t2/c4", "s1/t2/c4"),
+        h.TimerStarted(7.0, TimerKind.APPROVAL_DEADLINE, "s1/t2/c5", "s1/t2/c5"),
+        h.ApprovalAnswered(18.0, "s1/t2/c4", True, False, PAST),
+        h.TimerFired(18.5, TimerKind.APPROVAL_DEADLINE, "s1/t2/c4", "s1/t2/c4"),
+        h.TimerFired(18.5, TimerKind.APPROVAL_DEADLINE, "s1/t2/c5", "s1/t2/c5"),
+        h.ApprovalAnswered(19.0, "s1/t2/c5", True, False, PAST),
     )
-    assert counts == {Shape.POLICY_AND_HINTS: 1, Shape.UNREGISTERED: 1,
+    assert counts == {Shape.POLICY_AND_HINTS: 3, Shape.UNREGISTERED: 1,
                       Shape.SESSION_DEFAULT: 2, Shape.FLOOR: 1, Shape.CALL_DEADLINE: 1,
-                      Shape.THREE_ATTEMPTS: 1, Shape.TWO_WAITING: 1,
-                      Shape.RESTART_WAITING: 1}
+                      Shape.THREE_ATTEMPTS: 1, Shape.TWO_WAITING: 2,
+                      Shape.RESTART_WAITING: 1, Shape.LATE_ANSWER: 1}
 
 
 SEEDS = range(30)
