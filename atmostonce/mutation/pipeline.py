@@ -81,8 +81,9 @@ def run(mutants: Iterable[Mutant], root: Path, executor: str, stages: Sequence[s
         if old is not None and (old.mutant != mutant or (
                 old.killed_by is None and old.checks != checks)):
             old = None
-        if old is not None and (old.killed_by is not None or old.stages == tuple(stages)):
-            results.append(old)
+        if old is not None and (old.killed_by is not None
+                                or old.stages[:len(stages)] == tuple(stages)):
+            results.append(old)  # a survivor of these stages and more survived these
             done(old)
         elif old is not None and old.stages == tuple(stages[:len(old.stages)]):
             todo.put((mutant, old))

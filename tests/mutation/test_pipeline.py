@@ -173,6 +173,22 @@ def test_a_survival_counts_only_for_the_checks_it_survived(tmp_path: Path) -> No
     assert len(state.read_text().splitlines()) == 2, "tried again against the new checks"
 
 
+def test_a_survivor_of_later_stages_is_not_tried_again_by_an_earlier_pass(
+        tmp_path: Path) -> None:
+    """A whole run taken up again meets its first stages before the later ones; a mutant that
+    survived them all survived the first ones too and is not tried again."""
+    state = tmp_path / "state.jsonl"
+    same = one(*CHANGES_NOTHING)
+    run([same], ROOT, EXECUTOR, ["simulation-20"], 1, 120 * patience(), state)
+    later = json.loads(state.read_text())
+    later["stages"] = ["simulation-20", "operator"]
+    state.write_text(json.dumps(later) + "\n")
+    [again] = run([same], ROOT, EXECUTOR, ["simulation-20"], 1, 120 * patience(), state)
+    assert again.killed_by is None
+    assert again.stages == ("simulation-20", "operator")
+    assert len(state.read_text().splitlines()) == 1, "not tried again"
+
+
 def test_a_mutant_of_another_version_of_its_module_is_not_tried_and_not_counted(
         tmp_path: Path) -> None:
     state = tmp_path / "state.jsonl"
