@@ -217,16 +217,11 @@ class SimServer:
         deadline = rec[0]
         loop = self.loop
         now = loop.now
-        if deadline > now:
-            rec[1] = deadline
+        when = deadline if deadline > now else self.late_until
+        if when > now:
+            rec[1] = when
             loop.seq += 1
-            heappush(loop.queue, (deadline, loop.seq, self._timer, name, rec))
-            return
-        late = self.late_until
-        if late > now:
-            rec[1] = late
-            loop.seq += 1
-            heappush(loop.queue, (late, loop.seq, self._timer, name, rec))
+            heappush(loop.queue, (when, loop.seq, self._timer, name, rec))
             return
         del self.timers[name]
         cmd = rec[2]
