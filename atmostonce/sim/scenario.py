@@ -44,6 +44,8 @@ _HINT_KEYS = (("read_only", "readOnlyHint"), ("idempotent", "idempotentHint"),
               ("destructive", "destructiveHint"))
 _DEFAULTS = ExecutorConfig()
 OWN_DEADLINE = Uniform(60.0, 600.0)
+LATE_TIMERS = Uniform(30.0, 120.0)
+"""Long enough that an answer after an approval deadline can come before its timer (D-32)."""
 """How long a deadline an ask sets is, unless the file says."""
 MAX_RATE = 3600.0
 """Faults per hour, at most: one a second."""
@@ -121,6 +123,10 @@ class Faults:
     """The share of server restarts that kill it inside a batch of commands (D-5)."""
     restarts_while_waiting: float = 0.0
     """The share of server restarts that wait until a call waits for approval (D-8)."""
+    late_timers_per_hour: float = 0.0
+    """Spells in which the server's timers fire late while it goes on handling messages."""
+    late_timer_duration: Distribution = LATE_TIMERS
+    """How long such a spell lasts."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,7 +247,9 @@ def _faults(t: Table) -> Faults:
         t.number("connection_losses_per_hour", 0.0, high=MAX_RATE, unit=rate),
         t.distribution("connection_loss_duration", LogNormal(2.0, 60.0)),
         t.number("server_restarts_per_hour", 0.0, high=MAX_RATE, unit=rate),
-        t.share("restarts_mid_batch", 0.0), t.share("restarts_while_waiting", 0.0))
+        t.share("restarts_mid_batch", 0.0), t.share("restarts_while_waiting", 0.0),
+        t.number("late_timers_per_hour", 0.0, high=MAX_RATE, unit=rate),
+        t.distribution("late_timer_duration", LATE_TIMERS))
     t.done()
     return faults
 

@@ -63,7 +63,7 @@ def check_size(spec: ScenarioFile) -> None:
     hours = (agent.arrival + settle_limit(spec)) / 3600
     per_hour = (spec.executor.workers * (f.worker_crashes_per_hour
                                          + f.connection_losses_per_hour)
-                + f.server_restarts_per_hour)
+                + f.server_restarts_per_hour + f.late_timers_per_hour)
     if per_hour * hours > MAX_FAULTS:
         raise SpecError(f"{spec.path}: faults: these rates draw about {per_hour * hours:,.0f} "
                         f"faults per seed over the {hours:,.1f} hours its sessions may take; "
@@ -157,10 +157,13 @@ def schedule(spec: ScenarioFile, seed: int, horizon: float
         waiting = WHILE_WAITING if waits.random() < f.restarts_while_waiting else 0
         faults.append(Fault(at, _K.RESTART, waiting, 0.0,
                             1.0 if u < f.restarts_mid_batch else 0.0))
+    for at, u in _arrivals(seed, "late timers", 0, f.late_timers_per_hour, horizon):
+        faults.append(Fault(at, _K.LATE_TIMERS, 0, f.late_timer_duration.at(u)))
     faults.sort(key=lambda fault: (fault.at, fault.kind.value, fault.target))
     kinds = tuple(k for k, rate in ((_K.CRASH, f.worker_crashes_per_hour),
                                     (_K.PARTITION, f.connection_losses_per_hour),
-                                    (_K.RESTART, f.server_restarts_per_hour)) if rate > 0)
+                                    (_K.RESTART, f.server_restarts_per_hour),
+                                    (_K.LATE_TIMERS, f.late_timers_per_hour)) if rate > 0)
     return kinds, tuple(faults)
 
 

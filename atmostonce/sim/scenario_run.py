@@ -23,7 +23,7 @@ from atmostonce.spec.protocol import ExecutorFactory
 Progress = Callable[[int, int, int], None]
 """Called after each seed with (seeds done, seeds in all, violations so far)."""
 FAULTS = {FaultKind.CRASH: "worker crashes", FaultKind.PARTITION: "connection losses",
-          FaultKind.RESTART: "server restarts"}
+          FaultKind.RESTART: "server restarts", FaultKind.LATE_TIMERS: "late timer spells"}
 
 
 @dataclass(frozen=True)
