@@ -18,6 +18,8 @@ import os
 import sqlite3
 import sys
 
+from atmostonce.runtime.wire import flush_all
+
 DISK_FAULT_EXIT = 4
 """The exit status of a server or ledger that stopped because its file could not be written."""
 
@@ -51,6 +53,7 @@ def stop_now(log: logging.Logger, line: str) -> None:
     log.error("%s", line)
     for handler in logging.getLogger().handlers:
         handler.flush()
+    flush_all()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(DISK_FAULT_EXIT)

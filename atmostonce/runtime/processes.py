@@ -46,7 +46,7 @@ from atmostonce.runtime.client import AsyncClient, Client
 from atmostonce.runtime.ledger_client import LedgerClient
 from atmostonce.runtime.options import ToolOptions, config_argv
 from atmostonce.runtime.tokens import ensure_token
-from atmostonce.runtime.wire import LOOPBACK, READY_PREFIX
+from atmostonce.runtime.wire import LOOPBACK, READY_PREFIX, flush_all
 from atmostonce.spec.errors import SpecError
 from atmostonce.spec.protocol import ExecutorConfig
 
@@ -392,6 +392,7 @@ class Cluster:
 def leave(code: int) -> NoReturn:
     """End an engine's worker process now, from wherever it is: no interpreter teardown, no
     waiting for the engine's own threads or a shutdown that needs a server out of reach."""
+    flush_all()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)

@@ -35,7 +35,7 @@ from atmostonce.runtime.registry import Registry
 from atmostonce.runtime.retry import Backoff, GaveUp, wait_to_retry
 from atmostonce.runtime.slot import Slot
 from atmostonce.runtime.tools import Behaviour, demo_registry
-from atmostonce.runtime.wire import WrongPeer, ready_line
+from atmostonce.runtime.wire import WrongPeer, flush_all, ready_line
 from atmostonce.spec.errors import SpecError
 
 FENCED_EXIT = 3
@@ -84,6 +84,7 @@ class WorkerProcess:
                 self.ledger.send({"op": "run_ended", "worker": slot.name,
                                   "attempt": run.attempt, "end": "stopped",
                                   "output": f"stopped by its worker: {reason}"})
+        flush_all()
         print(f"atmostonce worker {' '.join(self.names)}: fenced: {reason}", file=sys.stderr,
               flush=True)
         os._exit(FENCED_EXIT)

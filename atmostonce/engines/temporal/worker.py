@@ -68,7 +68,7 @@ from atmostonce.runtime.ledger_client import AsyncLedger, worker_ledger
 from atmostonce.runtime.processes import leave
 from atmostonce.runtime.tokens import read_token
 from atmostonce.runtime.tools import Behaviour, Fenced, WriteResult, behaviours, run_tool
-from atmostonce.runtime.wire import ready_line
+from atmostonce.runtime.wire import flush_all, ready_line
 from atmostonce.spec.errors import SpecError
 
 log = logging.getLogger("atmostonce.temporal.worker")
@@ -236,6 +236,7 @@ class ToolWorker:
             self.ledger.send({"op": "run_ended", "worker": self.name, "attempt": run.attempt,
                               "end": "stopped", "output": f"stopped by its worker: {reason}"})
             self.events.note("fenced", attempt=run.attempt, reason=reason)
+        flush_all()
         print(f"atmostonce temporal worker {self.name}: fenced: {reason}", file=sys.stderr,
               flush=True)
         os._exit(FENCED_EXIT)
