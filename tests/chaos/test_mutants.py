@@ -15,6 +15,7 @@ from atmostonce.chaos.run import run_chaos
 from atmostonce.check.history import entries as h
 from atmostonce.spec.properties import PropertyId
 from tests.chaos.conftest import chaos
+from tests.load import patience
 from tests.runtime.conftest import gone
 
 SECOND_WORKER = "atmostonce.executor.mutants:second_worker"
@@ -87,8 +88,8 @@ def test_a_failed_record_without_the_tools_failure_is_caught_against_the_ledger(
 def test_an_attempt_beyond_max_attempts_is_caught_on_the_runtime_alone() -> None:
     """No fault is needed: a read or an idempotent write asked to run longer than the run
     timeout times out at every attempt, so the mutant tries it a fourth time; seed 1 asks
-    such calls within the first seconds."""
-    result = run_chaos(ChaosOptions(duration=8, nemesis=(), seed=1,
+    such calls within the first seconds of an idle machine, later on a loaded one."""
+    result = run_chaos(ChaosOptions(duration=8 * patience(), nemesis=(), seed=1,
                                     executor="atmostonce.executor.mutants:"
                                     "one_attempt_too_many"))
     assert not result.ok
