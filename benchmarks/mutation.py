@@ -4,7 +4,7 @@ broken variants), each tried cheapest check first (`atmostonce.mutation.stages`)
 kills it, two at a time, resumable; the survivors of the cheap stages, all together, before
 the expensive ones. Prints a table per module, or one JSON object.
 
-    python benchmarks/mutation.py [--processes 2] [--json] [--out report.json]
+    python benchmarks/mutation.py [--processes 2 | --ray ADDRESS|local] [--json] [--out F]
     python benchmarks/mutation.py --module attempts.py --limit 20      # a quick look
     python benchmarks/mutation.py --black-box [--record]     # judged from outside only
     python benchmarks/mutation.py --black-box --argued --stages operator --record
@@ -29,6 +29,7 @@ import argparse
 import collections
 import hashlib
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -38,6 +39,7 @@ if not __package__:  # run as a script: mutate this checkout, not an installed c
     sys.path.insert(0, str(ROOT))
 
 from atmostonce import progress  # noqa: E402
+from atmostonce.fanout import way as fanout  # noqa: E402
 from atmostonce.mutation.generate import executor_modules, mutants  # noqa: E402
 from atmostonce.mutation.pipeline import Outcome, run  # noqa: E402
 from atmostonce.mutation.score import Score, load_equivalents, score  # noqa: E402
@@ -60,8 +62,15 @@ RECORDED_WITHOUT_OPERATOR = ("simulation-20", "simulation-300", "runtime")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python benchmarks/mutation.py", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--processes", type=int, default=2, metavar="N",
-                        help="trials at a time (default 2)")
+    parser.add_argument("--processes", type=int, metavar="N",
+                        help="trials at a time (default 2; with --ray local, the CPUs of the "
+                        "Ray started here)")
+    parser.add_argument("--ray", metavar="ADDRESS|local",
+                        help="run each trial as a Ray task: 'local' starts a Ray on this "
+                        "machine for the run, an address (auto, ray://host:10001) joins a "
+                        "running cluster whose workers have this same atmostonce installed "
+                        "(its checking code is compared with this checkout's); the outcomes "
+                        "are those of a run without it (needs the ray extra)")
     parser.add_argument("--module", action="append", default=[], metavar="NAME",
                         help="only the executor modules whose file name contains NAME "
                         "(repeatable)")
@@ -113,8 +122,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.argued and not args.black_box:
             raise SpecError("--argued needs --black-box: the arguments are about outside "
                             "observers")
-        if args.processes < 1 or args.limit < 0 or args.timeout <= 0:
-            raise SpecError("--processes must be >= 1, --limit >= 0 and --timeout > 0")
+        way = fanout.way(args.processes, args.ray)
+        processes = args.processes or ((os.cpu_count() or 1) if args.ray else 2)
+        if args.limit < 0 or args.timeout <= 0:
+            raise SpecError("--limit must be >= 0 and --timeout > 0")
         equivalents = load_equivalents(args.equivalent)
         unobservable = (load_equivalents(args.unobservable, "unobservable")
                         if args.black_box else {})
@@ -152,12 +163,16 @@ def main(argv: list[str] | None = None) -> int:
                 meter.update(count[0], note=f"{outcome.mutant.id}: "
                              f"{outcome.killed_by or 'SURVIVED'}")
 
-            outcomes = run(tried, ROOT, "atmostonce.executor:reference", stages[:upto],
-                           args.processes, args.timeout, state, done)
+            try:
+                outcomes = run(tried, ROOT, "atmostonce.executor:reference", stages[:upto],
+                               processes, args.timeout, state, done, way.ray)
+            except SpecError as error:
+                print(f"mutation: {error}", file=sys.stderr)
+                return 2
             meter.finish()
     result = score(made, outcomes, equivalents, unobservable)
     report = {**result.as_json(), "black_box": args.black_box, "stages": stages,
-              "processes": args.processes,
+              "processes": processes, "ray": args.ray,
               "wall_seconds": round(time.monotonic() - started, 1),
               "command": "python benchmarks/mutation.py " + " ".join(argv or sys.argv[1:])}
     if args.out is not None:

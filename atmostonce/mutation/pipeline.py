@@ -1,6 +1,7 @@
 """The kill pipeline: each mutant written into one of N private copies of the package, and its
-trial run there in a fresh process (`kill`) with a time bound; N trials at a time. Every result
-is appended to a state file as it comes, so a pipeline stopped halfway goes on where it was;
+trial run there in a fresh process (`kill`) with a time bound; N trials at a time, or each as a
+Ray task on a copy of the package the Ray worker has installed (`ray`). Every result is
+appended to a state file as it comes, so a pipeline stopped halfway goes on where it was;
 a result counts only for the module version it was made on, and a survival only for the
 checks it survived (`checks_sha`).
 """
@@ -22,6 +23,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+from atmostonce.fanout.way import LOCAL
 from atmostonce.mutation.generate import Mutant, mutated_source
 from atmostonce.spec.errors import SpecError
 
@@ -68,10 +70,12 @@ def load_state(path: Path | None) -> dict[str, Outcome]:
 
 def run(mutants: Iterable[Mutant], root: Path, executor: str, stages: Sequence[str],
         processes: int, timeout: float, state: Path | None,
-        done: Callable[[Outcome], None] = lambda outcome: None) -> list[Outcome]:
+        done: Callable[[Outcome], None] = lambda outcome: None,
+        ray: str | None = None) -> list[Outcome]:
     """Every mutant's outcome, those in `state` taken as they are (with the same source and,
     for a survivor, the same stages); a survivor of the first stages meets only the stages
-    after them; the others are tried `processes` at a time."""
+    after them; the others are tried `processes` at a time, or as Ray tasks on the Ray `ray`
+    names ("local": one started here with `processes` CPUs)."""
     known = load_state(state)
     checks = checks_sha(root)
     results: list[Outcome] = []
@@ -90,6 +94,24 @@ def run(mutants: Iterable[Mutant], root: Path, executor: str, stages: Sequence[s
         else:
             todo.put((mutant, None))
     lock = threading.Lock()
+
+    def finished(outcome: Outcome) -> None:
+        with lock:
+            results.append(outcome)
+            if outcome.killed_by != UNTRIED and state is not None:
+                with state.open("a") as out:
+                    out.write(json.dumps(outcome.as_json()) + "\n")
+            done(outcome)
+
+    if ray is not None:
+        from atmostonce.fanout.ray_tasks import on_ray
+
+        jobs = [Job(mutant, executor, tuple(stages), timeout, checks, survived)
+                for mutant, survived in todo.queue]
+        for _, outcome in on_ray(trial_on_ray, jobs, ray,
+                                 processes if ray == LOCAL else None):
+            finished(outcome)
+        return results
     with tempfile.TemporaryDirectory(prefix="atmostonce-mutation-") as scratch:
         slots = [_slot(root, Path(scratch) / f"slot{i}") for i in range(max(1, processes))]
 
@@ -99,26 +121,8 @@ def run(mutants: Iterable[Mutant], root: Path, executor: str, stages: Sequence[s
                     mutant, survived = todo.get_nowait()
                 except queue.Empty:
                     return
-                try:
-                    if survived is None:
-                        outcome = replace(_trial(mutant, slot, executor, stages, timeout),
-                                          checks=checks)
-                    else:
-                        later = _trial(mutant, slot, executor, stages[len(survived.stages):],
-                                       timeout)
-                        outcome = replace(later, stages=tuple(stages), checks=checks,
-                                          seconds=survived.seconds + later.seconds)
-                except (SpecError, OSError) as error:
-                    outcome = Outcome(mutant, UNTRIED, None, str(error), 0.0, tuple(stages))
-                with lock:
-                    results.append(outcome)
-                    if outcome.killed_by == UNTRIED:
-                        done(outcome)
-                        continue
-                    if state is not None:
-                        with state.open("a") as out:
-                            out.write(json.dumps(outcome.as_json()) + "\n")
-                    done(outcome)
+                finished(_attempt(Job(mutant, executor, tuple(stages), timeout, checks,
+                                      survived), slot))
 
         threads = [threading.Thread(target=work, args=(slot,), daemon=True) for slot in slots]
         for thread in threads:
@@ -126,6 +130,50 @@ def run(mutants: Iterable[Mutant], root: Path, executor: str, stages: Sequence[s
         for thread in threads:
             thread.join()
     return results
+
+
+@dataclass(frozen=True)
+class Job:
+    """One mutant to try: with `survived`, only the stages after those it survived."""
+
+    mutant: Mutant
+    executor: str
+    stages: tuple[str, ...]
+    timeout: float
+    checks: str
+    survived: Outcome | None
+
+
+def _attempt(job: Job, slot: Path) -> Outcome:
+    """The job's outcome over all its stages, its trial run in `slot`; UNTRIED when the trial
+    could not be made."""
+    stages, survived = job.stages, job.survived
+    try:
+        if survived is None:
+            return replace(_trial(job.mutant, slot, job.executor, stages, job.timeout),
+                           checks=job.checks)
+        later = _trial(job.mutant, slot, job.executor, stages[len(survived.stages):],
+                       job.timeout)
+        return replace(later, stages=stages, checks=job.checks,
+                       seconds=survived.seconds + later.seconds)
+    except (SpecError, OSError) as error:
+        return Outcome(job.mutant, UNTRIED, None, str(error), 0.0, stages)
+
+
+def trial_on_ray(job: Job) -> Outcome:
+    """A Ray task: the job tried on a private copy of the package this Ray worker imports.
+    SpecError when its checking code is not the code the pipeline's caller runs (a survival
+    there would say nothing of these checks); a mutant of another version of its module is
+    UNTRIED, as on this machine."""
+    import atmostonce
+
+    root = Path(atmostonce.__file__).resolve().parents[1]
+    if checks_sha(root) != job.checks:
+        raise SpecError(f"the Ray worker on {os.uname().nodename} imports atmostonce from "
+                        f"{root}, whose checks differ from this checkout's: install the same "
+                        "version there")
+    with tempfile.TemporaryDirectory(prefix="atmostonce-mutation-") as scratch:
+        return _attempt(job, _slot(root, Path(scratch)))
 
 
 def checks_sha(root: Path) -> str:

@@ -7,6 +7,7 @@ a mutant as it reads (argued equivalents are not tried unless asked)."""
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import subprocess
 import sys
@@ -17,8 +18,9 @@ import pytest
 pytest.importorskip("cosmic_ray")
 
 from atmostonce.mutation.generate import Mutant, executor_modules, mutants
-from atmostonce.mutation.pipeline import run
+from atmostonce.mutation.pipeline import Job, run, trial_on_ray
 from atmostonce.mutation.score import Equivalent, score
+from atmostonce.spec.errors import SpecError
 from tests.load import patience
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -107,7 +109,11 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
     broken.write_text("[[equivalent]]\nid = 'x'\n")
     for args, says in ((["--stages", "nope"], "unknown stage 'nope'"),
                        (["--equivalent", str(broken)], "needs exactly id, line and why"),
-                       (["--module", "nothing-like-it"], "no executor module matches")):
+                       (["--module", "nothing-like-it"], "no executor module matches"),
+                       (["--processes", "0"], "--processes expects at least 1"),
+                       (["--processes", "2", "--ray", "127.0.0.1:1"], "with --ray 127.0.0.1:1"),
+                       (["--ray", "127.0.0.1:1", "--module", "attempts.py", "--limit", "1",
+                         "--state", str(tmp_path / "s.jsonl")], "nothing answers at")):
         done = subprocess.run([sys.executable, "benchmarks/mutation.py", *args], cwd=ROOT,
                               capture_output=True, text=True, timeout=60 * patience(),
                               check=False)
@@ -354,3 +360,28 @@ def test_the_mutated_modules_are_those_the_reference_executor_loads() -> None:
                             check=True, cwd=ROOT).stdout.split()
     mutated = [m.stem for m in executor_modules(ROOT / "atmostonce" / "executor")]
     assert sorted(set(loaded) - {"mutants", "before_upgrade"}) == mutated
+
+
+def test_on_a_local_ray_the_outcomes_are_those_of_the_trials_here(tmp_path: Path) -> None:
+    """Each trial as a Ray task on a copy of the package the Ray worker imports: the same
+    stage kills the broken mutant with the same error, the other survives, and both results
+    go to the state file as they come."""
+    if importlib.util.find_spec("ray") is None:
+        pytest.skip("Ray is not installed (the ray extra: pip install -e '.[ray]'; CI "
+                    "installs it)")
+    state = tmp_path / "state.jsonl"
+    broken, same = one(*BREAKS), one(*CHANGES_NOTHING)
+    outcomes = {o.mutant.id: o for o in run([broken, same], ROOT, EXECUTOR, ["simulation-20"],
+                                            2, 120 * patience(), state, ray="local")}
+    assert outcomes[broken.id].killed_by == "simulation-20"
+    assert "TypeError" in outcomes[broken.id].detail
+    assert outcomes[same.id].killed_by is None
+    assert {json.loads(line)["id"] for line in state.read_text().splitlines()} == {
+        broken.id, same.id}
+
+
+def test_a_ray_worker_whose_checks_differ_is_refused_in_one_line() -> None:
+    """A survival measured with other checking code would say nothing of this checkout's."""
+    job = Job(one(*CHANGES_NOTHING), EXECUTOR, ("simulation-20",), 60.0, "0" * 64, None)
+    with pytest.raises(SpecError, match="whose checks differ from this checkout's"):
+        trial_on_ray(job)
