@@ -102,9 +102,9 @@ from atmostonce.model.system import Successor, System
 from atmostonce.spec.step_kinds import StepKind
 
 REDUCTIONS: Final = ("none", "por")
-MUTANTS: Final = ("apply_independent",)
-"""Deliberately broken reductions the comparison tests must catch: `apply_independent` treats
-two calls' APPLY steps on one tool's ledger as independent."""
+MUTANTS: Final = ("faults_independent",)
+"""A deliberately broken reduction the comparison test must catch: `faults_independent` treats
+a call's steps on a worker as independent of crashes, disconnections and server restarts."""
 
 ENV_KINDS: Final = frozenset({
     StepKind.ASK, StepKind.CHANGE_POLICY, StepKind.CRASH, StepKind.DISCONNECT,
@@ -138,7 +138,7 @@ class Reduction:
         the smallest that qualifies of the steps of one call, of one worker's events, or of
         the reconcile job."""
         gl = state[:NG]
-        if gl[RS] > 0 and gl[FT] > 0:
+        if gl[RS] > 0 and gl[FT] > 0 and self.mutant != "faults_independent":
             return succs  # a restart may strike any call with an attempt out or waiting
         actors: dict[tuple[str, int], list[Successor]] = {}
         for succ in succs:
@@ -207,7 +207,7 @@ class Reduction:
                 applies = True
         refs = _workers_named(system, c)
         if refs or hands:
-            if gl[FT] > 0 and (gl[CR] > 0 or gl[PT] > 0):
+            if gl[FT] > 0 and (gl[CR] > 0 or gl[PT] > 0) and self.mutant != "faults_independent":
                 return False
             ws = state[NG:base]
             if any(ws[w] != W_UP for w in refs):
@@ -223,7 +223,7 @@ class Reduction:
                 o = system.call(other)
                 if _may_hand(o, gl[RSKB]) or (hands and _workers_named(system, o)):
                     return False
-        if applies and self.mutant != "apply_independent":
+        if applies:
             tool = c[T]
             for k, other in enumerate(ids):
                 if k == j:
