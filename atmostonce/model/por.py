@@ -132,6 +132,7 @@ class Reduction:
         self.reduced = 0
         """States expanded with a proper ample set (for the benchmark's report)."""
         self._marks: dict[int, frozenset[str]] = {}
+        self._names: dict[Call, frozenset[int]] = {}
 
     def ample(self, state: State, succs: list[Successor]) -> list[Successor]:
         """A persistent, invisible subset of `succs` holding a fair step, or `succs` itself:
@@ -152,6 +153,8 @@ class Reduction:
             else:
                 key = ("call", succ.label[1])
             actors.setdefault(key, []).append(succ)
+        if not actors:
+            return succs
         moving = {j for what, j in actors if what == "call"}
         best: list[Successor] | None = None
         for (what, j), steps in sorted(actors.items()):
@@ -205,7 +208,7 @@ class Reduction:
                 hands = True
             elif kind == StepKind.APPLY:
                 applies = True
-        refs = _workers_named(system, c)
+        refs = self._named(c)
         if refs or hands:
             if gl[FT] > 0 and (gl[CR] > 0 or gl[PT] > 0) and self.mutant != "faults_independent":
                 return False
@@ -221,7 +224,7 @@ class Reduction:
                 if k == j:
                     continue
                 o = system.call(other)
-                if _may_hand(o, gl[RSKB]) or (hands and _workers_named(system, o)):
+                if _may_hand(o, gl[RSKB]) or (hands and self._named(o)):
                     return False
         if applies:
             tool = c[T]
@@ -254,7 +257,7 @@ class Reduction:
         naming: list[int] = []
         for k, cid in enumerate(ids):
             c = system.call(cid)
-            refs = _workers_named(system, c)
+            refs = self._named(c)
             if w in refs:
                 if refs != {w} or k in moving or c[AS] == A_QUEUED:
                     return False  # a queued call gains hand-outs as others free workers
@@ -289,6 +292,18 @@ class Reduction:
             return False
         return not any(_may_hand(system.call(cid), gl[RSKB]) for cid in state[self.base:])
 
+    def _named(self, c: Call) -> frozenset[int]:
+        """The workers a call names: its attempt's, its abandoned run's, its runs'."""
+        hit = self._names.get(c)
+        if hit is None:
+            named = {w for w, _, _ in self.system.runs(c[RUNS])}
+            if c[AW] >= 0:
+                named.add(c[AW])
+            if c[ABW] >= 0:
+                named.add(c[ABW])
+            hit = self._names[c] = frozenset(named)
+        return hit
+
     def _marks_of(self, cid: int) -> frozenset[str]:
         """The call's part in a double run, the one witness that pairs two calls (C2)."""
         hit = self._marks.get(cid)
@@ -309,14 +324,6 @@ def _judged(c: Call) -> tuple[int, ...]:
     return c[CS], c[FK], c[REP], c[G], c[AS]
 
 
-def _workers_named(system: System, c: Call) -> set[int]:
-    """The workers a call names: its attempt's, its abandoned run's, its runs'."""
-    named = {w for w, _, _ in system.runs(c[RUNS])}
-    if c[AW] >= 0:
-        named.add(c[AW])
-    if c[ABW] >= 0:
-        named.add(c[ABW])
-    return named
 
 
 def _may_hand(c: Call, reasks_left: int) -> bool:
