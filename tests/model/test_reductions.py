@@ -196,3 +196,12 @@ def test_the_comparison_catches_a_broken_reduction(name: str) -> None:
 def test_an_unknown_reduction_is_refused() -> None:
     with pytest.raises(ValueError, match="reduction must be one of none, por"):
         Explorer(System(BOUNDS["no faults"]), reduction="sleep")
+
+
+def test_partial_order_reduction_is_off_on_several_processes_and_the_report_says_so() -> None:
+    report = check.run(BOUNDS["no faults"], processes=2, reduction="por", with_findings=False)
+    assert report.reduction == "none"
+    assert "partial-order reduction off: it runs on one process" in check.render(report)
+    single = check.run(BOUNDS["no faults"], reduction="por", with_findings=False)
+    assert single.reduction == "por"
+    assert "partial-order reduction: ample sets" in check.render(single)
