@@ -133,6 +133,8 @@ class Reduction:
         """States expanded with a proper ample set (for the benchmark's report)."""
         self._marks: dict[int, frozenset[str]] = {}
         self._names: dict[Call, frozenset[int]] = {}
+        self._summaries: dict[tuple[int, tuple[str, ...], tuple[int, ...]],
+                              tuple[bool, bool, bool, bool] | None] = {}
 
     def ample(self, state: State, succs: list[Successor]) -> list[Successor]:
         """A persistent, invisible subset of `succs` holding a fair step, or `succs` itself:
@@ -183,31 +185,16 @@ class Reduction:
         ids = state[base:]
         cid = ids[j]
         c = system.call(cid)
-        recorded = c[CS] in RECORD_OF_STATE
-        if recorded and c[AS] != A_NONE:
+        key = (cid, tuple(succ.label[0] for succ in steps),
+               tuple(succ.state[base + j] for succ in steps))
+        summary = self._summaries.get(key)
+        if summary is None:
+            summary = self._summaries[key] = self._summary(c, cid, steps, base + j)
+        if summary is None:
             return False
-        info = system._info[cid]
-        marks = self._marks_of(cid)
-        hands = c[AS] == A_QUEUED
-        changes_workers = applies = False
-        for succ in steps:
-            kind = succ.label[0]
-            if kind in NEVER_AMPLE:
-                return False
-            new = succ.state[base + j]
-            if recorded and _judged(system.call(new)) != _judged(c):
-                return False
-            new_info = system._info[new]
-            if gl[PC] > 0 and (new_info[3] != info[3] or not system.choices.snapshot_policy):
-                return False
-            if self._marks_of(new) != marks:
-                return False
-            if any(new_info[f] != info[f] for f in _INFO_BUSY_NAMED):
-                changes_workers = True
-            if kind == StepKind.HAND:
-                hands = True
-            elif kind == StepKind.APPLY:
-                applies = True
+        changes_flight, changes_workers, hands, applies = summary
+        if gl[PC] > 0 and (changes_flight or not system.choices.snapshot_policy):
+            return False
         refs = self._named(c)
         if refs or hands:
             if gl[FT] > 0 and (gl[CR] > 0 or gl[PT] > 0) and self.mutant != "faults_independent":
@@ -235,6 +222,42 @@ class Reduction:
                 if o[T] == tool and (system.runs(o[RUNS]) or _may_hand(o, gl[RSKB])):
                     return False
         return True
+
+    def _summary(self, c: Call, cid: int, steps: list[Successor],
+                 at: int) -> tuple[bool, bool, bool, bool] | None:
+        """What call `c`'s `steps` (its new id at index `at` of each next state) do, as far as
+        the conditions read it, which depends on the call and its steps alone (memoised):
+        None when a step is never ample (a kind so, a visible step, or a recorded call's
+        step touching what the reconcile job reads); else whether a step takes the call in
+        or out of flight, whether one changes what it keeps busy or names, whether it may
+        hand out (queued), whether one applies an effect."""
+        system = self.system
+        recorded = c[CS] in RECORD_OF_STATE
+        if recorded and c[AS] != A_NONE:
+            return None
+        info = system._info[cid]
+        marks = self._marks_of(cid)
+        hands = c[AS] == A_QUEUED
+        changes_flight = changes_workers = applies = False
+        for succ in steps:
+            kind = succ.label[0]
+            if kind in NEVER_AMPLE:
+                return None
+            new = succ.state[at]
+            if recorded and _judged(system.call(new)) != _judged(c):
+                return None
+            if self._marks_of(new) != marks:
+                return None
+            new_info = system._info[new]
+            if new_info[3] != info[3]:
+                changes_flight = True
+            if any(new_info[f] != info[f] for f in _INFO_BUSY_NAMED):
+                changes_workers = True
+            if kind == StepKind.HAND:
+                hands = True
+            elif kind == StepKind.APPLY:
+                applies = True
+        return changes_flight, changes_workers, hands, applies
 
     def _worker_isolated(self, state: State, w: int, steps: list[Successor],
                          moving: set[int]) -> bool:
