@@ -226,7 +226,8 @@ def cmd_check(args: argparse.Namespace) -> int:
                             unit="states")
         report = check.run(config, progress=check.shown_on(meter) if meter.live else None,
                            stop_at_first=not args.all_violations, max_states=args.max_states,
-                           processes=args.processes, visited=args.visited)
+                           processes=args.processes, visited=args.visited,
+                           reduction=args.reduction)
         meter.update(report.result.states)
         meter.finish()
     if args.out is not None:
@@ -420,6 +421,11 @@ def build_parser() -> argparse.ArgumentParser:
                        "(less memory; the report prints the chance a collision missed a "
                        "state); auto: exact up to 2,000,000 states, fingerprints beyond "
                        "(default auto)")
+    check.add_argument("--reduction", choices=("none", "por"), default="none",
+                       help="por: partial-order reduction, exploring only one call's (or one "
+                       "worker's, or the reconcile job's) steps where they commute with all "
+                       "else; the same verdicts, fewer states; one process only (with "
+                       "--processes N it is off) (default none)")
     check.add_argument("--out", type=arguments.output_file, metavar="FILE",
                        help="save counterexamples and the double run's witness as JSON "
                        "traces for `atmostonce replay --trace FILE` (its directory must exist)")

@@ -8,11 +8,12 @@ and its rate is taken over the part it explored (the shallow part, whose smaller
 the cheapest to copy). Both run in this one process, one after the other, so the ratio compares
 them on the same machine under the same load.
 
-The scale part explores one bound (the default, or `--faults N` for a smaller one) four ways
+The scale part explores one bound (the default, or `--faults N` for a smaller one) five ways
 one after the other: as `check` does (symmetry, exact states), without symmetry, with 64-bit
-fingerprints, and on `--processes N` processes; each way's states, wall and CPU seconds (this
-process and its children), states per second per core, and the speedup of N processes over
-one. On a loaded machine the CPU seconds say more than the wall ones.
+fingerprints, with partial-order reduction, and on `--processes N` processes; each way's
+states, wall and CPU seconds (this process and its children), states per second per core, the
+partial-order reduction's states and seconds as fractions of `check`'s, and the speedup of N
+processes over one. On a loaded machine the CPU seconds say more than the wall ones.
 
     python benchmarks/explore.py [--naive-seconds 25] [--processes 2] [--faults N] [--json]
 """
@@ -90,18 +91,22 @@ def _timed(explore: Callable[[], Result], cores: int) -> dict[str, Any]:
 
 
 def measure_scale(config: ModelConfig, processes: int) -> dict[str, Any]:
-    """Explore `config` as `check` does, without symmetry, with fingerprints and on
-    `processes` processes, one after the other."""
+    """Explore `config` as `check` does, without symmetry, with fingerprints, with
+    partial-order reduction and on `processes` processes, one after the other."""
     ways = {
         "check": (lambda: Explorer(System(config)).run(), 1),
         "without symmetry": (lambda: Explorer(System(config), symmetry=False).run(), 1),
         "fingerprints": (lambda: Explorer(System(config), visited="fingerprint").run(), 1),
+        "partial-order": (lambda: Explorer(System(config), reduction="por").run(), 1),
         f"{processes} processes": (
             lambda: ParallelExplorer(System(config), processes).run(), processes),
     }
     figures = {name: _timed(explore, cores) for name, (explore, cores) in ways.items()}
     one, many = figures["check"], figures[f"{processes} processes"]
+    por = figures["partial-order"]
     return {"describe": config.describe(), "processes": processes, "ways": figures,
+            "por_states": round(por["states"] / one["states"], 3),
+            "por_cpu": round(por["cpu_seconds"] / one["cpu_seconds"], 2),
             "speedup": round(one["seconds"] / many["seconds"], 2),
             "cpu_ratio": round(many["cpu_seconds"] / one["cpu_seconds"], 2)}
 
@@ -112,6 +117,8 @@ def render_scale(scale: dict[str, Any]) -> list[str]:
         lines.append(f"    {name:<20} {f['states']:>10,} states {f['seconds']:>8.2f} s "
                      f"{f['cpu_seconds']:>8.2f} s CPU {f['states_per_second_per_core']:>8,} "
                      "states/s per core" + ("" if f["ok"] else " NOT OK"))
+    lines.append(f"    partial-order reduction: {scale['por_states']}x the states in "
+                 f"{scale['por_cpu']}x the CPU seconds of check's")
     lines.append(f"    speedup on {scale['processes']} processes: {scale['speedup']}x wall "
                  f"(their CPU seconds are {scale['cpu_ratio']}x one process's)")
     return lines

@@ -56,6 +56,18 @@ def test_check_json_reports_the_exploration() -> None:
     assert report["unwitnessed"] == []
 
 
+def test_check_with_partial_order_reduction_says_so_and_keeps_the_verdict() -> None:
+    done = run("check", "--calls", "2", "--faults", "0", "--reduction", "por", "--json")
+    assert done.returncode == 1, done.stderr  # at this bound three records are not reachable
+    report = json.loads(done.stdout)
+    plain = json.loads(run("check", "--calls", "2", "--faults", "0", "--json").stdout)
+    assert report["reduction"] == "por"
+    assert plain["reduction"] == "none"
+    assert report["states"] < plain["states"]
+    for key in ("ok", "violations", "unwitnessed", "witnessed"):
+        assert report[key] == plain[key]
+
+
 def test_check_of_a_mutant_exits_1_with_the_counterexample(tmp_path: object) -> None:
     out = f"{tmp_path}/trace.json"
     done = run("check", "--mutant", "second_worker", "--out", out)
@@ -72,6 +84,7 @@ def test_check_of_a_mutant_exits_1_with_the_counterexample(tmp_path: object) -> 
     (["check", "--calls", "two"], "expected a whole number, got 'two'"),
     (["check", "--tools", "read,writes"], "unknown effect class 'writes'"),
     (["check", "--mutant", "nope"], "unknown model mutant 'nope'"),
+    (["check", "--reduction", "sleep"], "argument --reduction: invalid choice: 'sleep'"),
     (["check", "--session-default", "nope"], "unknown effect class 'nope'"),
     (["check", "--tools", "read~unclassified"], "framework metadata cannot claim unclassified"),
     (["check", "--tools", "read~maybe"], "unknown effect class 'maybe'"),

@@ -12,6 +12,7 @@ from atmostonce.model.config import ModelConfig
 from atmostonce.model.edge_counts import EdgeKey, count_edges
 from atmostonce.model.explorer import Explorer, Progress, Result
 from atmostonce.model.parallel import ParallelExplorer
+from atmostonce.model.por import REDUCTIONS
 from atmostonce.model.system import System
 from atmostonce.model.trace import Trace, build, config_json
 from atmostonce.model.visited import AUTO_EXACT_LIMIT, MODES, describe, missed_probability
@@ -25,6 +26,8 @@ DEFAULT = ModelConfig(calls=1, faults=2)
 two faults (at most one crash, one connection loss, one restart, while an attempt is out or a
 call waits for approval, one time-out), one policy change and one reconcile crash: enough for
 every sometimes-property to be witnessed."""
+DEFAULT_REDUCTION = "none"
+"""Partial-order reduction is off unless asked for: measured in `benchmarks/explore.py`."""
 DEFAULT_STATES = 465_946
 """The default bound's distinct states (tests/model/test_check.py pins it): the total the live
 display counts towards, so that `check` and `verify` show the time left."""
@@ -57,6 +60,9 @@ class CheckReport:
     claims: list[findings.Claim] = field(default_factory=list)
     edge_counts: dict[EdgeKey, int] | None = None
     """With `run(count=True)`: per component edge, the explored transitions taking it."""
+    reduction: str = "none"
+    """The reduction the exploration used (`por` runs on one process only)."""
+    reduction_asked: str = "none"
 
     @property
     def ok(self) -> bool:
@@ -76,6 +82,7 @@ class CheckReport:
             "quiescent_states": r.quiescent,
             "processes": r.processes,
             "visited": r.visited,
+            "reduction": self.reduction,
             "missed_probability": (missed_probability(r.states) if r.visited == "fingerprint"
                                    else 0.0),
             "complete": r.complete,
@@ -122,13 +129,15 @@ def with_mutant(config: ModelConfig, name: str) -> ModelConfig:
 
 def run(config: ModelConfig, *, progress: Progress | None = None, stop_at_first: bool = True,
         max_states: int | None = None, with_findings: bool = True,
-        count: bool = False, processes: int = 1, visited: str = "auto") -> CheckReport:
+        count: bool = False, processes: int = 1, visited: str = "auto",
+        reduction: str = DEFAULT_REDUCTION) -> CheckReport:
     """Explore `config`'s model (stopping after `max_states` states, at least 1, when given),
     build its traces and establish finding F-6 unless it is a mutant's model; with `count`,
     count how often each component edge is taken as well (`edge_counts`). `processes` above 1
     explores over that many processes (`parallel`); `visited` is how seen states are kept
     (`visited`; `auto` on several processes: exactly for a bound known to fit, as the
-    default bound does, fingerprints otherwise)."""
+    default bound does, fingerprints otherwise); `reduction` is `por` for partial-order
+    reduction (`por`; one process only: several processes explore without it) or `none`."""
     if max_states is not None and max_states < 1:
         raise SpecError(f"max_states must be at least 1, got {max_states}")
     if processes < 1:
@@ -137,6 +146,8 @@ def run(config: ModelConfig, *, progress: Progress | None = None, stop_at_first:
         raise SpecError(f"visited must be one of {', '.join(MODES)}, got {visited!r}")
     if count and processes > 1:
         raise SpecError("counting edges needs one process")
+    if reduction not in REDUCTIONS:
+        raise SpecError(f"reduction must be one of {', '.join(REDUCTIONS)}, got {reduction!r}")
     system = System(config, choices_for(config))
     explorer: Explorer | ParallelExplorer
     if processes > 1:
@@ -148,9 +159,12 @@ def run(config: ModelConfig, *, progress: Progress | None = None, stop_at_first:
                                     fingerprints=fingerprints)
     else:
         explorer = Explorer(system, stop_at_first=stop_at_first, max_states=max_states,
-                            progress=progress, visited="exact" if count else visited)
+                            progress=progress, visited="exact" if count else visited,
+                            reduction="none" if count else reduction)
     result = explorer.run()
     report = CheckReport(config, result)
+    report.reduction = reduction if processes == 1 and not count else "none"
+    report.reduction_asked = reduction
     if count:
         assert isinstance(explorer, Explorer)
         report.edge_counts = count_edges(system, explorer.states)
@@ -174,6 +188,12 @@ def render(report: CheckReport) -> str:
     ]
     if r.visited == "fingerprint":
         lines.append(f"  {describe(r.visited, r.states)}")
+    if report.reduction == "por":
+        lines.append("  partial-order reduction: ample sets (the counts are of the reduced "
+                     "graph; every verdict is the unreduced one's)")
+    elif report.reduction_asked == "por":
+        lines.append("  partial-order reduction off: it runs on one process, without edge "
+                     "counts")
     if not r.complete:
         lines.append(f"  INCOMPLETE: {r.stopped_reason}")
     if r.violations:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from atmostonce.model.layout import Label, State
 from atmostonce.model.machines import ALL_MACHINES
+from atmostonce.model.por import REDUCTIONS, Reduction
 from atmostonce.model.properties import ModelViolation, Properties
 from atmostonce.model.system import Successor, System
 from atmostonce.model.visited import AUTO_EXACT_LIMIT, MODES
@@ -89,6 +90,8 @@ class Explorer:
         max_depth: int | None = None,
         visited: str = "exact",
         symmetry: bool = True,
+        reduction: str = "none",
+        reduction_mutant: str | None = None,
     ) -> None:
         if visited not in MODES:
             raise ValueError(f"visited must be one of {', '.join(MODES)}, got {visited!r}")
@@ -99,6 +102,12 @@ class Explorer:
         """The representative the explorer stores: the symmetry-reduced canonical form, or
         the state itself with `symmetry=False` (to check the reduction keeps every verdict)."""
         self.properties = Properties(system)
+        if reduction not in REDUCTIONS:
+            raise ValueError(f"reduction must be one of {', '.join(REDUCTIONS)}, "
+                             f"got {reduction!r}")
+        self.reduction: Reduction | None = (Reduction(system, reduction_mutant)
+                                            if reduction == "por" else None)
+        """Partial-order reduction (`por`), or None to expand every state fully."""
         self.stop_at_first = stop_at_first
         self.max_states = max_states
         self.progress = progress
@@ -122,6 +131,7 @@ class Explorer:
         check = props.violations
         witness = props.witnessed
         rank = props.rank
+        ample = self.reduction.ample if self.reduction is not None else None
         unwitnessed = set(props.wanted)
 
         init = canonical(system.initial())
@@ -186,7 +196,10 @@ class Explorer:
             s = states[i]
             r = ranks[i]
             fair_enabled = False
-            for succ in successors(s):
+            chosen = successors(s)
+            if ample is not None:
+                chosen = self._reduced(r, chosen, ample(s, chosen))
+            for succ in chosen:
                 transitions += 1
                 t = canonical(succ.state)
                 if t == s:
@@ -275,6 +288,19 @@ class Explorer:
         result.action_counts = dict(sorted(actions.items()))
         result.visited = "fingerprint" if fingerprinting else "exact"
         return result
+
+    def _reduced(self, r: int, succs: list[Successor],
+                 amp: list[Successor]) -> list[Successor]:
+        """The ample set `amp` when every step of it lowers the rank from `r` (C3's
+        proviso; it also keeps the state non-quiescent through the fair step `amp` holds),
+        else every successor."""
+        if amp is succs:
+            return succs
+        canonical = self.canonical
+        rank = self.properties.rank
+        if all(rank(canonical(succ.state)) < r for succ in amp):
+            return amp
+        return succs
 
     def _state(self, number: int) -> State:
         return self.states[number] if not self.fingerprints else self.path(number)[-1][1]
