@@ -33,7 +33,7 @@ def test_help_explains_the_commands_and_exit_codes() -> None:
     assert "Exit codes" in done.stdout
 
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_verify_passes_on_the_reference_and_prints_json() -> None:
     done = run("verify", "--json")
     assert done.returncode == 0, done.stdout + done.stderr

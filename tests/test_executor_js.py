@@ -63,7 +63,7 @@ LAYER_LINES = (
 """The line of every check verify runs at its defaults, as far as it names the check's size."""
 
 
-@pytest.mark.slow
+@pytest.mark.long
 @pytest.mark.clause("D-5", "D-8", "D-12")
 def test_the_js_executor_passes_verify_at_its_defaults() -> None:
     """Every layer verify runs by default, at its default size, on the child."""
@@ -78,7 +78,7 @@ def test_the_js_executor_passes_verify_at_its_defaults() -> None:
     assert "verdict: PASS (7 checks, 0 failed)" in done.stdout
 
 
-@pytest.mark.slow
+@pytest.mark.long
 @pytest.mark.clause("TC-POL-2")
 def test_the_js_executor_with_one_line_broken_fails_verify_at_its_defaults() -> None:
     """Every layer that judges the executor fails on it (the ones that judge the package pass),

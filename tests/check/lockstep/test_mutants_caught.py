@@ -32,10 +32,22 @@ NOT_YET_IN_CONFORMANCE = {
 }
 """Mutants of a shape the conformance layer does not drive yet: a blind spot, named."""
 
+LONG = {
+    "fence_ignored": "tests/check/lockstep/test_schedule_replay.py (its schedule at depth 7)",
+    "cancel_records_failed_ignored": "tests/check/lockstep/test_schedule_replay.py",
+    "attempts_capped_at_two": "test_the_deep_lockstep_check_shows_its_figures_and_a_pasteable"
+                              "_program below",
+    "record_overwritten": "tests/sim/test_mutants.py (the simulation layer)",
+}
+"""Mutants whose whole conformance layer takes minutes (3 to 7 on 2 busy cores), run only with
+`-m long`; each is caught in the default run by the shorter test named."""
+
 
 @pytest.mark.clause("TC-EFF-NONIDEM", "TC-AMO-1", "TC-REC-NOTRUN", "TC-APR-2", "TC-SNAP-1",
                     "TC-REC-1", "TC-KEY-1", "D-6", "D-5", "TC-RCN-1", "D-4", "D-7", "D-8")
-@pytest.mark.parametrize("mutant", list(EXECUTOR_MUTANTS.values()), ids=lambda m: m.name)
+@pytest.mark.parametrize("mutant", [
+    pytest.param(m, marks=pytest.mark.long) if m.name in LONG else m
+    for m in EXECUTOR_MUTANTS.values()], ids=lambda m: m.name)
 def test_verify_exits_1_for_the_executor_mutant(mutant: ExecutorMutant) -> None:
     if mutant.name in SEEN_FROM_OUTSIDE:
         pytest.skip(SEEN_FROM_OUTSIDE[mutant.name])
