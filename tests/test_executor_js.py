@@ -63,6 +63,19 @@ LAYER_LINES = (
 """The line of every check verify runs at its defaults, as far as it names the check's size."""
 
 
+@pytest.mark.clause("D-5", "D-8", "D-12")
+def test_the_js_executor_passes_quick_verify_and_its_one_line_break_fails_it() -> None:
+    """The default run's share of the two long tests below: conformance at the quick depth
+    with the probes and the quick simulation campaign, on the child and on its break."""
+    done = _verify("--quick", "--executor-cmd", MAIN, minutes=5)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "verdict: PASS" in done.stdout
+    broken = _verify("--quick", "--executor-cmd", BROKEN, minutes=5)
+    assert broken.returncode == 1, broken.stdout + broken.stderr
+    assert "DISAGREES" in broken.stdout
+    assert "schedule: ask(2)" in broken.stdout  # tool 2 is the non-idempotent write
+
+
 @pytest.mark.long
 @pytest.mark.clause("D-5", "D-8", "D-12")
 def test_the_js_executor_passes_verify_at_its_defaults() -> None:
